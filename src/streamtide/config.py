@@ -1,0 +1,102 @@
+"""``StreamsConfig``: every setting of an application, validated when it is built."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, fields
+from datetime import timedelta
+from typing import Any
+
+from streamtide.errors import ConfigError
+from streamtide.serde import Serde, Serdes
+from streamtide.time import Duration, to_millis
+
+_APP_ID = re.compile(r"^[A-Za-z0-9._-]+$")
+PROCESSING_GUARANTEES = ("exactly_once", "at_least_once")
+DESERIALIZATION_HANDLERS = ("fail", "log_and_continue")
+
+
+@dataclass
+class StreamsConfig:
+    """Settings of one Streamtide application.
+
+    Durations accept ``timedelta`` or int milliseconds and are stored as int milliseconds.
+    """
+
+    application_id: str = "streamtide-app"
+    log: str = "file://./streamtide-data"
+    state_dir: str = "./streamtide-state"
+    commit_interval: Duration = 1000
+    max_records_per_batch: int = 100_000
+    num_standby_replicas: int = 0
+    acceptable_recovery_lag: int = 10_000
+    max_warmup_replicas: int = 2
+    processing_guarantee: str = "exactly_once"
+    deserialization_exception_handler: str = "fail"
+    default_key_serde: Serde = field(default_factory=Serdes.bytes)
+    default_value_serde: Serde = field(default_factory=Serdes.bytes)
+    cache_enabled: bool = True
+    snapshot_interval: int = 100
+    locality_wait: Duration = 30_000
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.application_id, str) or not _APP_ID.match(self.application_id):
+            raise ConfigError(
+                f"application_id must be letters, digits, '.', '_' or '-', "
+                f"got {self.application_id!r}"
+            )
+        self.commit_interval = _positive_ms(
+            self.commit_interval, "commit_interval", allow_zero=True
+        )
+        self.locality_wait = _positive_ms(self.locality_wait, "locality_wait", allow_zero=True)
+        _require_int(self.max_records_per_batch, "max_records_per_batch", minimum=1)
+        _require_int(self.num_standby_replicas, "num_standby_replicas", minimum=0)
+        _require_int(self.acceptable_recovery_lag, "acceptable_recovery_lag", minimum=0)
+        _require_int(self.max_warmup_replicas, "max_warmup_replicas", minimum=1)
+        _require_int(self.snapshot_interval, "snapshot_interval", minimum=0)
+        if self.processing_guarantee not in PROCESSING_GUARANTEES:
+            raise ConfigError(
+                f"processing_guarantee must be one of {PROCESSING_GUARANTEES}, "
+                f"got {self.processing_guarantee!r}"
+            )
+        if self.deserialization_exception_handler not in DESERIALIZATION_HANDLERS:
+            raise ConfigError(
+                "deserialization_exception_handler must be one of "
+                f"{DESERIALIZATION_HANDLERS}, got {self.deserialization_exception_handler!r}"
+            )
+        for name in ("default_key_serde", "default_value_serde"):
+            if not isinstance(getattr(self, name), Serde):
+                raise ConfigError(f"{name} must be a Serde, got {getattr(self, name)!r}")
+        if not isinstance(self.cache_enabled, bool):
+            raise ConfigError(f"cache_enabled must be a bool, got {self.cache_enabled!r}")
+
+    @property
+    def dlq_topic(self) -> str:
+        """Where ``log_and_continue`` sends records that could not be deserialized."""
+        return f"{self.application_id}-dlq"
+
+    def with_overrides(self, **overrides: Any) -> StreamsConfig:
+        """A copy with some settings replaced (validated again)."""
+        unknown = set(overrides) - {f.name for f in fields(self)}
+        if unknown:
+            raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values.update(overrides)
+        return StreamsConfig(**values)
+
+
+def _positive_ms(value: Duration, name: str, *, allow_zero: bool) -> int:
+    if not isinstance(value, (int, timedelta)) or isinstance(value, bool):
+        raise ConfigError(f"{name} must be a timedelta or int milliseconds, got {value!r}")
+    ms = to_millis(value, name)
+    if ms < 0 or (ms == 0 and not allow_zero):
+        raise ConfigError(f"{name} must be positive, got {ms} ms")
+    return ms
+
+
+def _require_int(value: Any, name: str, *, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{name} must be an int, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{name} must be >= {minimum}, got {value}")

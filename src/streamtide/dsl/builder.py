@@ -1,0 +1,51 @@
+"""``StreamsBuilder``: the entry point of the DSL; it builds a ``Topology`` as you go."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from streamtide.dsl.params import Consumed
+from streamtide.errors import TopologyError
+from streamtide.processor.api import StoreBuilder
+from streamtide.processor.topology import Topology
+
+if TYPE_CHECKING:
+    from streamtide.dsl.kstream import KStream
+
+
+class StreamsBuilder:
+    """Creates streams from topics and names the nodes operators add (Kafka's naming)."""
+
+    def __init__(self) -> None:
+        self.topology = Topology()
+        self._index = 0
+
+    def new_name(self, prefix: str) -> str:
+        """A unique node or store name such as ``KSTREAM-FILTER-0000000001``."""
+        name = f"{prefix}{self._index:010d}"
+        self._index += 1
+        return name
+
+    def stream(self, topics: str | list[str], consumed: Consumed | None = None) -> KStream:
+        """A stream of the records of one topic or several topics."""
+        from streamtide.dsl.kstream import KStream
+
+        consumed = consumed or Consumed()
+        topic_list = [topics] if isinstance(topics, str) else list(topics)
+        if not topic_list:
+            raise TopologyError("stream() needs at least one topic")
+        name = consumed.name or self.new_name("KSTREAM-SOURCE-")
+        self.topology.add_source(
+            name, *topic_list, key_serde=consumed.key_serde, value_serde=consumed.value_serde
+        )
+        return KStream(self, name, consumed.key_serde, consumed.value_serde)
+
+    def add_state_store(self, builder: StoreBuilder) -> StreamsBuilder:
+        """Register a store that processors added with ``KStream.process`` can use."""
+        self.topology.add_state_store(builder)
+        return self
+
+    def build(self) -> Topology:
+        """The finished topology (validated: sources exist, every store is connected)."""
+        self.topology.subtopologies()
+        return self.topology

@@ -1,0 +1,49 @@
+"""The record cache of table-producing operators: collapse updates per key until commit."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+from streamtide.processor.api import ProcessorContext
+from streamtide.record import Record
+
+
+def _cache_key(key: Any) -> Hashable:
+    try:
+        hash(key)
+        return key
+    except TypeError:
+        return ("unhashable", type(key).__name__, repr(key))
+
+
+class EmitCache:
+    """Forwards table updates at once, or, with caching on, only the latest per key at commit.
+
+    Caching is on when the task runs with the cache enabled (the engine's default; off in the
+    test driver) and the operator's ``Materialized`` did not disable it. Flushed updates are
+    emitted in the order their keys were last updated.
+    """
+
+    def __init__(self, context: ProcessorContext, caching_allowed: bool = True) -> None:
+        self.context = context
+        self.enabled = caching_allowed and bool(getattr(context, "cache_enabled", False))
+        self._pending: dict[Hashable, Record] = {}
+        if self.enabled:
+            context.register_flush_listener(self.flush)
+
+    def emit(self, record: Record) -> None:
+        if not self.enabled:
+            self.context.forward(record)
+            return
+        key = _cache_key(record.key)
+        self._pending.pop(key, None)
+        self._pending[key] = record
+
+    def flush(self) -> None:
+        pending, self._pending = self._pending, {}
+        for record in pending.values():
+            self.context.forward(record)
+
+    def __len__(self) -> int:
+        return len(self._pending)

@@ -1,0 +1,154 @@
+"""``KGroupedStream``: a stream grouped by key, ready for aggregation into a ``KTable``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from streamtide.dsl.cache import EmitCache
+from streamtide.dsl.ktable import KTable
+from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
+from streamtide.processor.api import Processor
+from streamtide.record import Record
+from streamtide.serde import Serde, Serdes
+from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
+
+if TYPE_CHECKING:
+    from streamtide.dsl.kstream import KStream
+
+_NO_INITIALIZER = object()
+
+
+class StreamAggregateProcessor(Processor):
+    """Folds each record into the aggregate of its key and emits the new aggregate.
+
+    Records with a None key or value are dropped (``dropped-records``), as in Kafka Streams.
+    """
+
+    def __init__(
+        self,
+        store_name: str,
+        initializer: Callable[[], Any] | Any,
+        adder: Callable[[Any, Any, Any], Any],
+        caching_allowed: bool,
+    ) -> None:
+        self.store_name = store_name
+        self.initializer = initializer
+        self.adder = adder
+        self.caching_allowed = caching_allowed
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        self.store = context.get_state_store(self.store_name)
+        self.cache = EmitCache(context, self.caching_allowed)
+
+    def process(self, record: Record) -> None:
+        if record.key is None or record.value is None:
+            self.context.metrics.increment("dropped-records")
+            return
+        old = self.store.get(record.key)
+        if old is None:
+            if self.initializer is _NO_INITIALIZER:
+                new = record.value
+            else:
+                new = self.adder(record.key, record.value, self.initializer())
+        else:
+            new = self.adder(record.key, record.value, old)
+        self.store.put(record.key, new)
+        self.cache.emit(record.with_value(new))
+
+
+class KGroupedStream:
+    """Records grouped by key; ``count``, ``reduce``, ``aggregate`` or ``windowed_by``."""
+
+    def __init__(
+        self,
+        stream: KStream,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        name: str | None,
+        repartition_required: bool,
+    ) -> None:
+        self.stream = stream
+        self.builder = stream.builder
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.name = name
+        self.repartition_required = repartition_required
+
+    def source_for(self, store_name: str) -> KStream:
+        """The stream to aggregate: repartitioned through ``<name or store>-repartition`` if
+        the key was changed upstream."""
+        if not self.repartition_required:
+            return self.stream
+        return self.stream.through_repartition_topic(
+            self.name or store_name, self.key_serde, self.value_serde
+        )
+
+    def _aggregate(
+        self,
+        materialized: Materialized | None,
+        named: Named | str | None,
+        initializer: Any,
+        adder: Callable[[Any, Any, Any], Any],
+        default_value_serde: Serde | None,
+    ) -> KTable:
+        materialized = materialized or Materialized()
+        store_name = materialized.store_name or self.builder.new_name(
+            "KSTREAM-AGGREGATE-STATE-STORE-"
+        )
+        source = self.source_for(store_name)
+        node = named_of(named) or self.builder.new_name("KSTREAM-AGGREGATE-")
+        key_serde = materialized.key_serde or self.key_serde
+        value_serde = materialized.value_serde or default_value_serde
+        store = KeyValueStoreBuilder(
+            KeyValueBytesStoreSupplier(store_name, materialized.resolved_store_type()),
+            key_serde,
+            value_serde,
+            logging_enabled=materialized.logging_enabled,
+        )
+        topology = self.builder.topology
+        caching = materialized.caching_enabled
+        topology.add_processor(
+            node,
+            lambda: StreamAggregateProcessor(store_name, initializer, adder, caching),
+            source.node,
+        )
+        topology.add_state_store(store, node)
+        return KTable(self.builder, node, store_name, key_serde, value_serde)
+
+    def count(
+        self, materialized: Materialized | None = None, named: Named | str | None = None
+    ) -> KTable:
+        """Number of records per key (an int, serialized with ``Serdes.int()`` by default)."""
+        return self._aggregate(
+            materialized, named, lambda: 0, lambda _k, _v, n: n + 1, Serdes.int()
+        )
+
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Combine the values of a key with ``reducer(aggregate, value)``."""
+        ensure_callable(reducer, "reducer")
+        return self._aggregate(
+            materialized,
+            named,
+            _NO_INITIALIZER,
+            lambda _k, v, agg: reducer(agg, v),
+            self.value_serde,
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Fold values with ``aggregator(key, value, aggregate)`` from ``initializer()``."""
+        ensure_callable(initializer, "initializer")
+        ensure_callable(aggregator, "aggregator")
+        return self._aggregate(materialized, named, initializer, aggregator, None)

@@ -1,0 +1,287 @@
+"""``KStream``: a record stream and its stateless operators."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from streamtide.dsl import processors as p
+from streamtide.dsl.params import (
+    Grouped,
+    Named,
+    Produced,
+    Repartitioned,
+    ensure_callable,
+    named_of,
+)
+from streamtide.errors import TopologyError
+from streamtide.processor.api import ProcessorSupplier
+from streamtide.serde import Serde
+
+if TYPE_CHECKING:
+    from streamtide.dsl.branched import BranchedKStream
+    from streamtide.dsl.builder import StreamsBuilder
+    from streamtide.dsl.kgrouped import KGroupedStream
+
+
+class KStream:
+    """An unbounded stream of key-value records.
+
+    ``repartition_required`` is set by key-changing operations (``map``, ``flat_map``,
+    ``select_key``, ``process``): the next key-based stateful operation first sends the
+    records through an internal ``<application_id>-<name>-repartition`` topic, so that equal
+    keys meet in one task.
+    """
+
+    def __init__(
+        self,
+        builder: StreamsBuilder,
+        node: str,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        repartition_required: bool = False,
+    ) -> None:
+        self.builder = builder
+        self.node = node
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.repartition_required = repartition_required
+
+    # ---- plumbing ------------------------------------------------------------------------
+
+    def _add(
+        self,
+        prefix: str,
+        supplier: ProcessorSupplier,
+        named: Named | str | None,
+        *,
+        key_changed: bool = False,
+        keep_value_serde: bool = True,
+    ) -> KStream:
+        name = named_of(named) or self.builder.new_name(prefix)
+        self.builder.topology.add_processor(name, supplier, self.node)
+        return KStream(
+            self.builder,
+            name,
+            None if key_changed else self.key_serde,
+            self.value_serde if keep_value_serde else None,
+            self.repartition_required or key_changed,
+        )
+
+    # ---- stateless operators -------------------------------------------------------------
+
+    def filter(
+        self, predicate: Callable[[Any, Any], bool], named: Named | str | None = None
+    ) -> KStream:
+        """Keep records for which ``predicate(key, value)`` is true."""
+        ensure_callable(predicate, "filter predicate")
+        return self._add("KSTREAM-FILTER-", lambda: p.FilterProcessor(predicate, True), named)
+
+    def filter_not(
+        self, predicate: Callable[[Any, Any], bool], named: Named | str | None = None
+    ) -> KStream:
+        """Drop records for which ``predicate(key, value)`` is true."""
+        ensure_callable(predicate, "filter_not predicate")
+        return self._add("KSTREAM-FILTER-", lambda: p.FilterProcessor(predicate, False), named)
+
+    def map(
+        self, mapper: Callable[[Any, Any], tuple[Any, Any]], named: Named | str | None = None
+    ) -> KStream:
+        """Replace each record by ``mapper(key, value) -> (new_key, new_value)``."""
+        ensure_callable(mapper, "map mapper")
+        return self._add(
+            "KSTREAM-MAP-",
+            lambda: p.MapProcessor(mapper),
+            named,
+            key_changed=True,
+            keep_value_serde=False,
+        )
+
+    def map_values(self, mapper: Callable[[Any], Any], named: Named | str | None = None) -> KStream:
+        """Replace each value by ``mapper(value)``; keys (and partitioning) stay."""
+        ensure_callable(mapper, "map_values mapper")
+        return self._add(
+            "KSTREAM-MAPVALUES-",
+            lambda: p.MapValuesProcessor(mapper),
+            named,
+            keep_value_serde=False,
+        )
+
+    def flat_map(
+        self,
+        mapper: Callable[[Any, Any], Iterable[tuple[Any, Any]]],
+        named: Named | str | None = None,
+    ) -> KStream:
+        """Replace each record by zero or more ``(key, value)`` pairs."""
+        ensure_callable(mapper, "flat_map mapper")
+        return self._add(
+            "KSTREAM-FLATMAP-",
+            lambda: p.FlatMapProcessor(mapper),
+            named,
+            key_changed=True,
+            keep_value_serde=False,
+        )
+
+    def flat_map_values(
+        self, mapper: Callable[[Any], Iterable[Any]], named: Named | str | None = None
+    ) -> KStream:
+        """Replace each value by zero or more values; keys stay."""
+        ensure_callable(mapper, "flat_map_values mapper")
+        return self._add(
+            "KSTREAM-FLATMAPVALUES-",
+            lambda: p.FlatMapValuesProcessor(mapper),
+            named,
+            keep_value_serde=False,
+        )
+
+    def select_key(
+        self, mapper: Callable[[Any, Any], Any], named: Named | str | None = None
+    ) -> KStream:
+        """Set each record's key to ``mapper(key, value)``."""
+        ensure_callable(mapper, "select_key mapper")
+        return self._add(
+            "KSTREAM-KEY-SELECT-", lambda: p.SelectKeyProcessor(mapper), named, key_changed=True
+        )
+
+    def peek(self, action: Callable[[Any, Any], None], named: Named | str | None = None) -> KStream:
+        """Call ``action(key, value)`` for each record and pass it on unchanged."""
+        ensure_callable(action, "peek action")
+        return self._add("KSTREAM-PEEK-", lambda: p.PeekProcessor(action, True), named)
+
+    def foreach(self, action: Callable[[Any, Any], None], named: Named | str | None = None) -> None:
+        """Call ``action(key, value)`` for each record (a terminal operation)."""
+        ensure_callable(action, "foreach action")
+        self._add("KSTREAM-FOREACH-", lambda: p.PeekProcessor(action, False), named)
+
+    def split(self, named: Named | str | None = None) -> BranchedKStream:
+        """Route records to branches by predicates: ``.branch(...)...default_branch()``."""
+        from streamtide.dsl.branched import BranchedKStream
+
+        return BranchedKStream(self, named_of(named) or "")
+
+    def merge(self, other: KStream, named: Named | str | None = None) -> KStream:
+        """One stream with the records of both."""
+        if not isinstance(other, KStream) or other.builder is not self.builder:
+            raise TopologyError("merge() needs a KStream of the same StreamsBuilder")
+        name = named_of(named) or self.builder.new_name("KSTREAM-MERGE-")
+        self.builder.topology.add_processor(name, p.PassThroughProcessor, self.node, other.node)
+        same_keys = self.key_serde is other.key_serde
+        same_values = self.value_serde is other.value_serde
+        return KStream(
+            self.builder,
+            name,
+            self.key_serde if same_keys else None,
+            self.value_serde if same_values else None,
+            self.repartition_required or other.repartition_required,
+        )
+
+    def to(self, topic: str, produced: Produced | None = None) -> None:
+        """Write every record to ``topic``."""
+        produced = produced or Produced()
+        if not isinstance(topic, str) or not topic:
+            raise TopologyError(f"to() needs a topic name, got {topic!r}")
+        name = produced.name or self.builder.new_name("KSTREAM-SINK-")
+        self.builder.topology.add_sink(
+            name,
+            topic,
+            self.node,
+            key_serde=produced.key_serde or self.key_serde,
+            value_serde=produced.value_serde or self.value_serde,
+            partitioner=produced.partitioner,
+        )
+
+    def process(
+        self,
+        supplier: ProcessorSupplier,
+        *store_names: str,
+        named: Named | str | None = None,
+    ) -> KStream:
+        """Attach a Processor API processor (a class or factory) with access to stores."""
+        ensure_callable(supplier, "process() supplier")
+        name = named_of(named) or self.builder.new_name("KSTREAM-PROCESSOR-")
+        topology = self.builder.topology
+        topology.add_processor(name, supplier, self.node)
+        if store_names:
+            topology.connect_processor_and_state_stores(name, *store_names)
+        return KStream(self.builder, name, None, None, True)
+
+    # ---- repartitioning ------------------------------------------------------------------
+
+    def repartition(self, repartitioned: Repartitioned | None = None) -> KStream:
+        """Send records through an internal topic, partitioned by their current key."""
+        repartitioned = repartitioned or Repartitioned()
+        base = repartitioned.name or self.builder.new_name("KSTREAM-REPARTITION-")
+        return self.through_repartition_topic(
+            base,
+            repartitioned.key_serde or self.key_serde,
+            repartitioned.value_serde or self.value_serde,
+            drop_null_keys=False,
+        )
+
+    def through_repartition_topic(
+        self,
+        base_name: str,
+        key_serde: Serde | None,
+        value_serde: Serde | None,
+        *,
+        drop_null_keys: bool = True,
+    ) -> KStream:
+        """Sink into ``<base_name>-repartition`` and read it back in a new sub-topology."""
+        builder = self.builder
+        topology = builder.topology
+        topic = f"{base_name}-repartition"
+        if topic in topology.internal_topics:
+            raise TopologyError(
+                f"repartition topic {topic!r} already exists; give this operation another name"
+            )
+        topology.add_internal_topic(topic)
+        upstream = self.node
+        if drop_null_keys:
+            filter_name = f"{base_name}-repartition-filter"
+            topology.add_processor(filter_name, p.DropNullKeyProcessor, upstream)
+            upstream = filter_name
+        sink = f"{base_name}-repartition-sink"
+        source = f"{base_name}-repartition-source"
+        topology.add_sink(sink, topic, upstream, key_serde=key_serde, value_serde=value_serde)
+        topology.add_source(source, topic, key_serde=key_serde, value_serde=value_serde)
+        return KStream(builder, source, key_serde, value_serde, False)
+
+    def repartitioned_if_required(
+        self, base_name: str, key_serde: Serde | None, value_serde: Serde | None
+    ) -> KStream:
+        """This stream, or its repartitioned copy when a key-changing operation came before."""
+        if not self.repartition_required:
+            return self
+        return self.through_repartition_topic(base_name, key_serde, value_serde)
+
+    # ---- grouping ------------------------------------------------------------------------
+
+    def group_by_key(self, grouped: Grouped | None = None) -> KGroupedStream:
+        """Group by the current key (repartitions first if the key was changed)."""
+        from streamtide.dsl.kgrouped import KGroupedStream
+
+        grouped = grouped or Grouped()
+        return KGroupedStream(
+            self,
+            grouped.key_serde or self.key_serde,
+            grouped.value_serde or self.value_serde,
+            grouped.name,
+            self.repartition_required,
+        )
+
+    def group_by(
+        self, selector: Callable[[Any, Any], Any], grouped: Grouped | None = None
+    ) -> KGroupedStream:
+        """Group by ``selector(key, value)``; always repartitions."""
+        ensure_callable(selector, "group_by selector")
+        from streamtide.dsl.kgrouped import KGroupedStream
+
+        grouped = grouped or Grouped()
+        keyed = self.select_key(selector)
+        return KGroupedStream(
+            keyed,
+            grouped.key_serde,
+            grouped.value_serde or self.value_serde,
+            grouped.name,
+            True,
+        )

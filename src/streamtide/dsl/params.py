@@ -1,0 +1,193 @@
+"""Small option objects of the DSL: Consumed, Produced, Grouped, Named, Materialized, ...
+
+Each has the Kafka Streams factory names (``with_``, ``as_``) and returns new objects from
+its ``with_*`` methods, so a shared instance is never changed by accident.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from streamtide.errors import TopologyError
+from streamtide.processor.nodes import Partitioner
+from streamtide.serde import Serde
+from streamtide.time import Duration, non_negative_millis
+
+#: The store kind DSL operators use when ``Materialized`` does not name one.
+DEFAULT_STORE_TYPE = "in_memory"
+
+
+def _name(name: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise TopologyError(f"a name must be a non-empty string, got {name!r}")
+    return name
+
+
+@dataclass(frozen=True)
+class Named:
+    """A name for the processor node an operation adds."""
+
+    name: str | None = None
+
+    @classmethod
+    def as_(cls, name: str) -> Named:
+        return cls(_name(name))
+
+
+@dataclass(frozen=True)
+class Consumed:
+    """Serdes (and an optional node name) for reading a topic."""
+
+    key_serde: Serde | None = None
+    value_serde: Serde | None = None
+    name: str | None = None
+
+    @classmethod
+    def with_(cls, key_serde: Serde | None = None, value_serde: Serde | None = None) -> Consumed:
+        return cls(key_serde, value_serde)
+
+    @classmethod
+    def as_(cls, name: str) -> Consumed:
+        return cls(name=_name(name))
+
+    def with_name(self, name: str) -> Consumed:
+        return replace(self, name=_name(name))
+
+
+@dataclass(frozen=True)
+class Produced:
+    """Serdes, partitioner and node name for writing a topic."""
+
+    key_serde: Serde | None = None
+    value_serde: Serde | None = None
+    partitioner: Partitioner | None = None
+    name: str | None = None
+
+    @classmethod
+    def with_(
+        cls,
+        key_serde: Serde | None = None,
+        value_serde: Serde | None = None,
+        partitioner: Partitioner | None = None,
+    ) -> Produced:
+        return cls(key_serde, value_serde, partitioner)
+
+    @classmethod
+    def as_(cls, name: str) -> Produced:
+        return cls(name=_name(name))
+
+    def with_name(self, name: str) -> Produced:
+        return replace(self, name=_name(name))
+
+
+@dataclass(frozen=True)
+class Grouped:
+    """Serdes and the repartition topic name of a grouping."""
+
+    key_serde: Serde | None = None
+    value_serde: Serde | None = None
+    name: str | None = None
+
+    @classmethod
+    def with_(cls, key_serde: Serde | None = None, value_serde: Serde | None = None) -> Grouped:
+        return cls(key_serde, value_serde)
+
+    @classmethod
+    def as_(cls, name: str) -> Grouped:
+        return cls(name=_name(name))
+
+    def with_name(self, name: str) -> Grouped:
+        return replace(self, name=_name(name))
+
+
+@dataclass(frozen=True)
+class Repartitioned:
+    """Name, serdes and partition count of an explicit ``KStream.repartition``."""
+
+    key_serde: Serde | None = None
+    value_serde: Serde | None = None
+    name: str | None = None
+    num_partitions: int | None = None
+
+    @classmethod
+    def with_(
+        cls, key_serde: Serde | None = None, value_serde: Serde | None = None
+    ) -> Repartitioned:
+        return cls(key_serde, value_serde)
+
+    @classmethod
+    def as_(cls, name: str) -> Repartitioned:
+        return cls(name=_name(name))
+
+    def with_number_of_partitions(self, num_partitions: int) -> Repartitioned:
+        if isinstance(num_partitions, bool) or not isinstance(num_partitions, int):
+            raise TopologyError(f"num_partitions must be an int, got {num_partitions!r}")
+        if num_partitions < 1:
+            raise TopologyError(f"num_partitions must be at least 1, got {num_partitions}")
+        return replace(self, num_partitions=num_partitions)
+
+
+@dataclass(frozen=True)
+class Materialized:
+    """How an aggregation's result is stored: name, serdes, store type, logging, caching."""
+
+    store_name: str | None = None
+    key_serde: Serde | None = None
+    value_serde: Serde | None = None
+    store_type: str | None = None
+    logging_enabled: bool = True
+    caching_enabled: bool = True
+    retention: int | None = None
+
+    @classmethod
+    def as_(cls, store_name: str) -> Materialized:
+        return cls(store_name=_name(store_name))
+
+    @classmethod
+    def with_(
+        cls, key_serde: Serde | None = None, value_serde: Serde | None = None
+    ) -> Materialized:
+        return cls(key_serde=key_serde, value_serde=value_serde)
+
+    def with_key_serde(self, serde: Serde) -> Materialized:
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Serde) -> Materialized:
+        return replace(self, value_serde=serde)
+
+    def with_store_type(self, store_type: str) -> Materialized:
+        return replace(self, store_type=_name(store_type))
+
+    def with_logging_disabled(self) -> Materialized:
+        return replace(self, logging_enabled=False)
+
+    def with_logging_enabled(self) -> Materialized:
+        return replace(self, logging_enabled=True)
+
+    def with_caching_disabled(self) -> Materialized:
+        return replace(self, caching_enabled=False)
+
+    def with_caching_enabled(self) -> Materialized:
+        return replace(self, caching_enabled=True)
+
+    def with_retention(self, retention: Duration) -> Materialized:
+        return replace(self, retention=non_negative_millis(retention, "retention"))
+
+    def resolved_store_type(self) -> str:
+        return self.store_type or DEFAULT_STORE_TYPE
+
+
+def named_of(named: Named | str | None) -> str | None:
+    """Accept ``Named``, a plain string, or None wherever the DSL takes a node name."""
+    if named is None:
+        return None
+    if isinstance(named, Named):
+        return named.name
+    return _name(named)
+
+
+def ensure_callable(fn: Any, what: str) -> Any:
+    if not callable(fn):
+        raise TypeError(f"{what} must be callable, got {fn!r}")
+    return fn

@@ -1,0 +1,70 @@
+"""Exceptions raised by Streamtide, one family per kind of failure."""
+
+from __future__ import annotations
+
+
+class StreamtideError(Exception):
+    """Base of every error Streamtide raises on purpose."""
+
+
+class ConfigError(StreamtideError, ValueError):
+    """A configuration value is missing, of the wrong type or out of range."""
+
+
+class TopologyError(StreamtideError):
+    """The topology is malformed: unknown store, duplicate name, missing source, ..."""
+
+
+class SerdeError(StreamtideError):
+    """A value could not be serialized or bytes could not be deserialized."""
+
+
+class StoreError(StreamtideError):
+    """A state store was used wrongly or failed (closed store, lock held, corrupt data)."""
+
+
+class LogError(StreamtideError):
+    """The partitioned log failed: missing topic, bad offset range, corrupt segment."""
+
+
+class UnknownTopicError(LogError, KeyError):
+    """A topic that does not exist was read or written."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else "unknown topic"
+
+
+class UnsupportedVersionError(StreamtideError):
+    """Encoded metadata uses a version newer than this release can read."""
+
+
+class StreamsProcessingError(StreamtideError):
+    """A processor raised while handling a record; names where it happened."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        task_id: str | None = None,
+        node: str | None = None,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        self.task_id = task_id
+        self.node = node
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        where = ", ".join(
+            f"{label}={value}"
+            for label, value in (
+                ("task", task_id),
+                ("node", node),
+                ("topic", topic),
+                ("partition", partition),
+                ("offset", offset),
+            )
+            if value is not None
+        )
+        super().__init__(f"{message} ({where})" if where else message)

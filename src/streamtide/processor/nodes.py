@@ -1,0 +1,41 @@
+"""Node definitions of a topology: sources, processors and sinks (what, not how they run)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamtide.processor.api import ProcessorSupplier
+from streamtide.serde import Serde
+
+#: ``partitioner(key, value, key_bytes, num_partitions) -> partition or None`` (None: default)
+Partitioner = Callable[[Any, Any, "bytes | None", int], "int | None"]
+
+
+@dataclass
+class NodeDef:
+    name: str
+    children: list[str] = field(default_factory=list)
+    parents: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SourceNodeDef(NodeDef):
+    topics: list[str] = field(default_factory=list)
+    key_serde: Serde | None = None
+    value_serde: Serde | None = None
+
+
+@dataclass
+class ProcessorNodeDef(NodeDef):
+    supplier: ProcessorSupplier | None = None
+    stores: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SinkNodeDef(NodeDef):
+    topic: str = ""
+    key_serde: Serde | None = None
+    value_serde: Serde | None = None
+    partitioner: Partitioner | None = None

@@ -1,0 +1,278 @@
+"""``Topology``: the graph of sources, processors, sinks and stores, split into sub-topologies.
+
+Nodes connected by an edge or by a shared state store belong to one sub-topology. Sub-topologies
+talk only through topics (internal repartition topics among them). Internal topic names are
+kept without the application id; ``resolve_topic`` adds it (``<application_id>-<name>``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from streamtide.errors import TopologyError
+from streamtide.processor.api import ProcessorSupplier, StoreBuilder
+from streamtide.processor.description import TopologyDescription
+from streamtide.processor.nodes import (
+    NodeDef,
+    Partitioner,
+    ProcessorNodeDef,
+    SinkNodeDef,
+    SourceNodeDef,
+)
+from streamtide.serde import Serde
+
+
+@dataclass
+class SubTopology:
+    """One independently runnable piece of a topology; one task per partition."""
+
+    id: int
+    nodes: list[NodeDef]
+    source_topics: list[str]
+    sink_topics: list[str]
+    stores: list[str]
+
+    def node(self, name: str) -> NodeDef:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(name)
+
+    @property
+    def sources(self) -> list[SourceNodeDef]:
+        return [n for n in self.nodes if isinstance(n, SourceNodeDef)]
+
+
+@dataclass
+class Topology:
+    """A processing graph built with the low-level API (or by ``StreamsBuilder``)."""
+
+    _nodes: dict[str, NodeDef] = field(default_factory=dict)
+    _stores: dict[str, StoreBuilder] = field(default_factory=dict)
+    _store_users: dict[str, list[str]] = field(default_factory=dict)
+    _topic_sources: dict[str, str] = field(default_factory=dict)
+    internal_topics: set[str] = field(default_factory=set)
+    _subtopologies: list[SubTopology] | None = None
+
+    # ---- building -------------------------------------------------------------------------
+
+    def _check_new(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise TopologyError(f"a node needs a non-empty name, got {name!r}")
+        if name in self._nodes:
+            raise TopologyError(f"a node named {name!r} already exists in this topology")
+        self._subtopologies = None
+
+    def _connect(self, node: NodeDef, parents: tuple[str, ...]) -> None:
+        if not parents:
+            raise TopologyError(f"node {node.name!r} needs at least one parent")
+        for parent_name in parents:
+            parent = self._nodes.get(parent_name)
+            if parent is None:
+                raise TopologyError(f"node {node.name!r}: parent {parent_name!r} does not exist")
+            if isinstance(parent, SinkNodeDef):
+                raise TopologyError(
+                    f"node {node.name!r}: parent {parent_name!r} is a sink and cannot have children"
+                )
+            if parent_name in node.parents:
+                raise TopologyError(f"node {node.name!r}: parent {parent_name!r} given twice")
+            parent.children.append(node.name)
+            node.parents.append(parent_name)
+
+    def add_source(
+        self,
+        name: str,
+        *topics: str,
+        key_serde: Serde | None = None,
+        value_serde: Serde | None = None,
+    ) -> Topology:
+        """Read ``topics``; each topic can be read by one source node only."""
+        self._check_new(name)
+        if not topics:
+            raise TopologyError(f"source {name!r} needs at least one topic")
+        for topic in topics:
+            if not isinstance(topic, str) or not topic:
+                raise TopologyError(f"source {name!r}: topic names must be non-empty strings")
+            if topic in self._topic_sources:
+                raise TopologyError(
+                    f"source {name!r}: topic {topic!r} is already read by source "
+                    f"{self._topic_sources[topic]!r}"
+                )
+        for topic in topics:
+            self._topic_sources[topic] = name
+        self._nodes[name] = SourceNodeDef(
+            name, topics=list(topics), key_serde=key_serde, value_serde=value_serde
+        )
+        return self
+
+    def add_processor(self, name: str, supplier: ProcessorSupplier, *parents: str) -> Topology:
+        """Add a processor made by ``supplier`` (a Processor class or factory) under ``parents``."""
+        self._check_new(name)
+        if not callable(supplier):
+            raise TopologyError(f"processor {name!r}: supplier must be callable, got {supplier!r}")
+        node = ProcessorNodeDef(name, supplier=supplier)
+        self._connect(node, parents)
+        self._nodes[name] = node
+        return self
+
+    def add_sink(
+        self,
+        name: str,
+        topic: str,
+        *parents: str,
+        key_serde: Serde | None = None,
+        value_serde: Serde | None = None,
+        partitioner: Partitioner | None = None,
+    ) -> Topology:
+        """Write records from ``parents`` to ``topic``."""
+        self._check_new(name)
+        if not isinstance(topic, str) or not topic:
+            raise TopologyError(f"sink {name!r} needs a topic name, got {topic!r}")
+        node = SinkNodeDef(
+            name, topic=topic, key_serde=key_serde, value_serde=value_serde, partitioner=partitioner
+        )
+        self._connect(node, parents)
+        self._nodes[name] = node
+        return self
+
+    def add_state_store(self, builder: StoreBuilder, *processor_names: str) -> Topology:
+        """Register a store (one instance per task) and connect it to processors."""
+        name = builder.name
+        if name in self._stores:
+            raise TopologyError(f"a state store named {name!r} is already registered")
+        self._stores[name] = builder
+        self._store_users[name] = []
+        self.connect_processor_and_state_stores_many(processor_names, name)
+        return self
+
+    def connect_processor_and_state_stores(
+        self, processor_name: str, *store_names: str
+    ) -> Topology:
+        """Let ``processor_name`` use ``store_names`` through ``context.get_state_store``."""
+        node = self._nodes.get(processor_name)
+        if not isinstance(node, ProcessorNodeDef):
+            raise TopologyError(
+                f"cannot connect stores to {processor_name!r}: no processor of that name"
+            )
+        for store in store_names:
+            if store not in self._stores:
+                raise TopologyError(
+                    f"processor {processor_name!r} uses unknown state store {store!r}; "
+                    f"registered: {sorted(self._stores) or 'none'}"
+                )
+            if store not in node.stores:
+                node.stores.append(store)
+                self._store_users[store].append(processor_name)
+        self._subtopologies = None
+        return self
+
+    def connect_processor_and_state_stores_many(
+        self, processor_names: tuple[str, ...], store_name: str
+    ) -> None:
+        for processor_name in processor_names:
+            self.connect_processor_and_state_stores(processor_name, store_name)
+
+    def add_internal_topic(self, name: str) -> Topology:
+        """Mark a topic as internal: its real name is prefixed with the application id."""
+        self.internal_topics.add(name)
+        return self
+
+    # ---- reading --------------------------------------------------------------------------
+
+    @property
+    def nodes(self) -> dict[str, NodeDef]:
+        return dict(self._nodes)
+
+    @property
+    def store_builders(self) -> dict[str, StoreBuilder]:
+        return dict(self._stores)
+
+    def store_builder(self, name: str) -> StoreBuilder:
+        try:
+            return self._stores[name]
+        except KeyError:
+            raise TopologyError(
+                f"unknown state store {name!r}; registered: {sorted(self._stores) or 'none'}"
+            ) from None
+
+    def resolve_topic(self, topic: str, application_id: str) -> str:
+        """The physical name of ``topic`` (internal topics get the application id prefix)."""
+        return f"{application_id}-{topic}" if topic in self.internal_topics else topic
+
+    def changelog_topic(self, store_name: str, application_id: str) -> str:
+        return f"{application_id}-{store_name}-changelog"
+
+    def source_topics(self) -> list[str]:
+        """Topics read from outside (not produced by this topology)."""
+        return [t for t in self._topic_sources if t not in self.internal_topics]
+
+    def sink_topics(self) -> list[str]:
+        out = []
+        for node in self._nodes.values():
+            if isinstance(node, SinkNodeDef) and node.topic not in self.internal_topics:
+                out.append(node.topic)
+        return out
+
+    def subtopologies(self) -> list[SubTopology]:
+        """The sub-topologies, validated, numbered in the order their first node was added."""
+        if self._subtopologies is None:
+            self._subtopologies = self._group()
+        return self._subtopologies
+
+    def subtopology(self, subtopology_id: int) -> SubTopology:
+        groups = self.subtopologies()
+        if not 0 <= subtopology_id < len(groups):
+            raise TopologyError(f"no sub-topology {subtopology_id}; there are {len(groups)}")
+        return groups[subtopology_id]
+
+    def _group(self) -> list[SubTopology]:
+        if not any(isinstance(n, SourceNodeDef) for n in self._nodes.values()):
+            raise TopologyError("the topology has no source node: add one with add_source")
+        parent: dict[str, str] = {name: name for name in self._nodes}
+
+        def find(x: str) -> str:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        def union(a: str, b: str) -> None:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[rb] = ra
+
+        for node in self._nodes.values():
+            for child in node.children:
+                union(node.name, child)
+        for store, users in self._store_users.items():
+            if not users:
+                raise TopologyError(f"state store {store!r} is not connected to any processor")
+            for user in users[1:]:
+                union(users[0], user)
+        order: list[str] = []
+        members: dict[str, list[NodeDef]] = {}
+        for name, node in self._nodes.items():
+            root = find(name)
+            if root not in members:
+                members[root] = []
+                order.append(root)
+            members[root].append(node)
+        groups = []
+        for index, root in enumerate(order):
+            nodes = members[root]
+            if not any(isinstance(n, SourceNodeDef) for n in nodes):
+                raise TopologyError(
+                    f"nodes {[n.name for n in nodes]} are not reachable from any source"
+                )
+            sources = [t for n in nodes if isinstance(n, SourceNodeDef) for t in n.topics]
+            sinks = [n.topic for n in nodes if isinstance(n, SinkNodeDef)]
+            stores = []
+            for n in nodes:
+                if isinstance(n, ProcessorNodeDef):
+                    stores.extend(s for s in n.stores if s not in stores)
+            groups.append(SubTopology(index, nodes, sources, sinks, stores))
+        return groups
+
+    def describe(self) -> TopologyDescription:
+        """A printable description of sub-topologies, nodes, topics, stores and edges."""
+        return TopologyDescription(self)

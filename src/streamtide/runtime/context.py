@@ -1,0 +1,142 @@
+"""The ``ProcessorContext`` a task hands to its processors and stores."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from streamtide.errors import TopologyError
+from streamtide.processor.api import Cancellable, ProcessorContext, PunctuationType, StateStore
+from streamtide.processor.punctuation import (
+    PunctuationSchedule,
+    schedule_key,
+    start_time,
+    validate_interval,
+)
+from streamtide.record import Record, RecordMetadata
+from streamtide.serde import Serde
+from streamtide.time import Duration
+
+if TYPE_CHECKING:
+    from streamtide.runtime.metrics import TaskMetrics
+    from streamtide.runtime.stream_task import StreamTask
+
+
+class TaskContext(ProcessorContext):
+    """Context of one task; ``current_node`` follows the record through the graph."""
+
+    def __init__(self, task: StreamTask) -> None:
+        self._task = task
+        self.current_node: Any = None
+        self.current_metadata: RecordMetadata | None = None
+        self._schedule_counts: dict[str, int] = {}
+        self._flush_listeners: list[tuple[Any, Callable[[], None]]] = []
+
+    # ---- ProcessorContext ---------------------------------------------------------------
+
+    @property
+    def task_id(self) -> str:
+        return self._task.task_id
+
+    @property
+    def application_id(self) -> str:
+        return self._task.application_id
+
+    @property
+    def metrics(self) -> TaskMetrics:
+        return self._task.metrics
+
+    def forward(self, record: Record, child: str | None = None) -> None:
+        node = self.current_node
+        if child is None:
+            targets = node.children
+        else:
+            target = node.children_by_name.get(child)
+            if target is None:
+                raise TopologyError(
+                    f"node {node.name!r} has no child named {child!r}; "
+                    f"children: {sorted(node.children_by_name) or 'none'}"
+                )
+            targets = (target,)
+        dispatch = self._task.dispatch
+        for target in targets:
+            dispatch(target, record)
+
+    def schedule(
+        self,
+        interval: Duration,
+        punctuation_type: PunctuationType,
+        punctuator: Callable[[int], None],
+        align: str = "epoch",
+    ) -> Cancellable:
+        ms = validate_interval(interval)
+        if not isinstance(punctuation_type, PunctuationType):
+            raise TypeError(f"punctuation type must be a PunctuationType, got {punctuation_type!r}")
+        if not callable(punctuator):
+            raise TypeError(
+                f"node {self._node_name()!r}: punctuator must be callable, got {punctuator!r}"
+            )
+        node = self._node_name()
+        sequence = self._schedule_counts.get(node, 0)
+        self._schedule_counts[node] = sequence + 1
+        key = schedule_key(node, sequence, punctuation_type, ms)
+        restored = self._task.restored_schedule_time(key)
+        time = (
+            restored
+            if restored is not None
+            else start_time(punctuation_type, ms, align, self.current_system_time_ms())
+        )
+        schedule = PunctuationSchedule(key, node, punctuation_type, ms, punctuator, time)
+        self._task.add_schedule(schedule)
+        return schedule
+
+    def get_state_store(self, name: str) -> Any:
+        node = self.current_node
+        if node is not None and name not in node.stores:
+            raise TopologyError(
+                f"processor {node.name!r} has no access to state store {name!r}; connect it "
+                f"when adding the processor (stores it can use: {sorted(node.stores) or 'none'})"
+            )
+        return self._task.store(name)
+
+    def current_stream_time_ms(self) -> int:
+        return self._task.stream_time
+
+    def current_system_time_ms(self) -> int:
+        return self._task.clock.now_ms()
+
+    def record_metadata(self) -> RecordMetadata | None:
+        return self.current_metadata
+
+    def register_flush_listener(self, listener: Callable[[], None]) -> None:
+        self._flush_listeners.append((self.current_node, listener))
+
+    # ---- StateStoreContext --------------------------------------------------------------
+
+    @property
+    def state_dir(self) -> Path:
+        return self._task.state_dir
+
+    @property
+    def default_key_serde(self) -> Serde:
+        return self._task.default_key_serde
+
+    @property
+    def default_value_serde(self) -> Serde:
+        return self._task.default_value_serde
+
+    @property
+    def cache_enabled(self) -> bool:
+        return self._task.cache_enabled
+
+    def register(self, store: StateStore) -> None:
+        self._task.register_store(store)
+
+    # ---- internal ------------------------------------------------------------------------
+
+    def flush_listeners(self) -> list[tuple[Any, Callable[[], None]]]:
+        return self._flush_listeners
+
+    def _node_name(self) -> str:
+        return self.current_node.name if self.current_node is not None else "<task>"

@@ -1,0 +1,105 @@
+"""Runtime nodes: one instance of each topology node per task."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from streamtide.errors import SerdeError, StreamsProcessingError
+from streamtide.partitioner import RoundRobin, partition_for_key
+from streamtide.processor.api import Processor
+from streamtide.processor.nodes import SinkNodeDef
+from streamtide.record import Record
+from streamtide.serde import Serde
+
+if TYPE_CHECKING:
+    from streamtide.runtime.collector import RecordCollector
+
+
+class ProcessorNode:
+    """A processor instance with its place in the graph."""
+
+    def __init__(self, name: str, processor: Processor, stores: list[str]) -> None:
+        self.name = name
+        self.processor = processor
+        self.stores = frozenset(stores)
+        self.children: list[Any] = []
+        self.children_by_name: dict[str, Any] = {}
+
+    def add_child(self, node: Any) -> None:
+        self.children.append(node)
+        self.children_by_name[node.name] = node
+
+
+class SourceNode:
+    """Deserializes raw records of its topics and hands them to its children."""
+
+    def __init__(self, name: str, key_serde: Serde, value_serde: Serde) -> None:
+        self.name = name
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.children: list[Any] = []
+        self.children_by_name: dict[str, Any] = {}
+        self.stores: frozenset[str] = frozenset()
+
+    def add_child(self, node: Any) -> None:
+        self.children.append(node)
+        self.children_by_name[node.name] = node
+
+    def deserialize(self, raw: Any) -> Record:
+        return Record(
+            self.key_serde.deserialize(raw.key),
+            self.value_serde.deserialize(raw.value),
+            raw.timestamp,
+            tuple(raw.headers or ()),
+        )
+
+
+class SinkNode:
+    """Serializes records and sends them to a topic partition through the collector."""
+
+    def __init__(
+        self,
+        definition: SinkNodeDef,
+        topic: str,
+        key_serde: Serde,
+        value_serde: Serde,
+        collector: RecordCollector,
+    ) -> None:
+        self.name = definition.name
+        self.topic = topic
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.partitioner = definition.partitioner
+        self.collector = collector
+        self.children: list[Any] = []
+        self.children_by_name: dict[str, Any] = {}
+        self.stores: frozenset[str] = frozenset()
+        self._round_robin = RoundRobin()
+        self._num_partitions: int | None = None
+
+    def send(self, record: Record) -> None:
+        try:
+            key = self.key_serde.serialize(record.key)
+            value = self.value_serde.serialize(record.value)
+        except SerdeError as exc:
+            raise StreamsProcessingError(
+                f"sink {self.name!r} cannot serialize a record for topic {self.topic!r}: {exc}",
+                node=self.name,
+                topic=self.topic,
+            ) from exc
+        if self._num_partitions is None:
+            self._num_partitions = self.collector.partitions_for(self.topic)
+        n = self._num_partitions
+        partition = None
+        if self.partitioner is not None:
+            partition = self.partitioner(record.key, record.value, key, n)
+            if partition is not None and not 0 <= partition < n:
+                raise StreamsProcessingError(
+                    f"sink {self.name!r}: partitioner returned partition {partition}, "
+                    f"but topic {self.topic!r} has {n}",
+                    node=self.name,
+                    topic=self.topic,
+                )
+        if partition is None:
+            partition = self._round_robin.next(n) if key is None else partition_for_key(key, n)
+        self.collector.send(self.topic, partition, key, value, record.timestamp, record.headers)

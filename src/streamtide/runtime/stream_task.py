@@ -1,0 +1,349 @@
+"""``StreamTask``: one partition of one sub-topology, processed record by record.
+
+The same class runs under the test driver and inside Spark work units: the caller feeds it
+raw records (``add_records``), lets it ``process``, calls ``punctuate_wall_clock`` when it
+runs without input, and takes ``commit()`` — the task's committed metadata — at the end.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from streamtide.errors import SerdeError, StreamsProcessingError
+from streamtide.processor.api import PunctuationType, StateStore
+from streamtide.processor.nodes import ProcessorNodeDef, SinkNodeDef, SourceNodeDef
+from streamtide.processor.punctuation import PunctuationQueue, PunctuationSchedule
+from streamtide.processor.topology import Topology
+from streamtide.record import Record, RecordMetadata
+from streamtide.runtime.collector import RecordCollector
+from streamtide.runtime.committed import TaskCommittedState, offset_key
+from streamtide.runtime.context import TaskContext
+from streamtide.runtime.metrics import TaskMetrics
+from streamtide.runtime.nodes import ProcessorNode, SinkNode, SourceNode
+from streamtide.runtime.partition_group import PartitionGroup, RawRecord
+from streamtide.runtime.state_manager import TaskStateManager
+from streamtide.serde import Serde, Serdes
+from streamtide.time import UNKNOWN_TIME, Clock, SystemClock
+
+log = logging.getLogger(__name__)
+
+
+def task_name(subtopology_id: int, partition: int) -> str:
+    return f"{subtopology_id}_{partition}"
+
+
+class StreamTask:
+    """Processes one partition of one sub-topology; owns stream time, schedules and stores."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        subtopology_id: int,
+        partition: int,
+        collector: RecordCollector,
+        *,
+        application_id: str = "streamtide-app",
+        clock: Clock | None = None,
+        state_dir: Path | str = "./streamtide-state",
+        default_key_serde: Serde | None = None,
+        default_value_serde: Serde | None = None,
+        committed: TaskCommittedState | None = None,
+        deserialization_handler: str = "fail",
+        cache_enabled: bool = False,
+        state_manager: TaskStateManager | None = None,
+    ) -> None:
+        self.topology = topology
+        self.subtopology = topology.subtopology(subtopology_id)
+        self.partition = partition
+        self.task_id = task_name(subtopology_id, partition)
+        self.application_id = application_id
+        self.collector = collector
+        self.clock = clock or SystemClock()
+        self.state_dir = Path(state_dir) / application_id / self.task_id
+        self.default_key_serde = default_key_serde or Serdes.bytes()
+        self.default_value_serde = default_value_serde or Serdes.bytes()
+        self.deserialization_handler = deserialization_handler
+        self.cache_enabled = cache_enabled
+        self.metrics = TaskMetrics()
+        committed = committed or TaskCommittedState()
+        self.stream_time = committed.stream_time
+        self._offsets = dict(committed.offsets)
+        self._restored_schedules = dict(committed.schedules)
+        self._queues = {
+            PunctuationType.STREAM_TIME: PunctuationQueue(PunctuationType.STREAM_TIME),
+            PunctuationType.WALL_CLOCK_TIME: PunctuationQueue(PunctuationType.WALL_CLOCK_TIME),
+        }
+        self.context = TaskContext(self)
+        self.state_manager = state_manager or TaskStateManager(topology, self.subtopology.stores)
+        self._nodes: dict[str, Any] = {}
+        self._sources: dict[str, SourceNode] = {}
+        self._failed_node: str | None = None
+        self._build_nodes()
+        source_topics = [self.resolve(t) for t in self.subtopology.source_topics]
+        self.partition_group = PartitionGroup(source_topics)
+        self._initialized = False
+        self._closed = False
+
+    # ---- setup ---------------------------------------------------------------------------
+
+    def resolve(self, topic: str) -> str:
+        return self.topology.resolve_topic(topic, self.application_id)
+
+    def _build_nodes(self) -> None:
+        for definition in self.subtopology.nodes:
+            if isinstance(definition, SourceNodeDef):
+                node: Any = SourceNode(
+                    definition.name,
+                    definition.key_serde or self.default_key_serde,
+                    definition.value_serde or self.default_value_serde,
+                )
+                for topic in definition.topics:
+                    self._sources[self.resolve(topic)] = node
+            elif isinstance(definition, ProcessorNodeDef):
+                processor = definition.supplier()  # type: ignore[misc]
+                if not callable(getattr(processor, "process", None)):
+                    raise StreamsProcessingError(
+                        f"the supplier of processor {definition.name!r} returned "
+                        f"{processor!r}, which has no process(record) method",
+                        task_id=self.task_id,
+                        node=definition.name,
+                    )
+                node = ProcessorNode(definition.name, processor, definition.stores)
+            elif isinstance(definition, SinkNodeDef):
+                node = SinkNode(
+                    definition,
+                    self.resolve(definition.topic),
+                    definition.key_serde or self.default_key_serde,
+                    definition.value_serde or self.default_value_serde,
+                    self.collector,
+                )
+            self._nodes[definition.name] = node
+        for definition in self.subtopology.nodes:
+            for child in definition.children:
+                self._nodes[definition.name].add_child(self._nodes[child])
+
+    def initialize(self) -> StreamTask:
+        """Open the stores and call ``init`` on every processor (in topology order)."""
+        if self._initialized:
+            return self
+        self.state_manager.open(self.context)
+        for _name, node in self._nodes.items():
+            if isinstance(node, ProcessorNode) and hasattr(node.processor, "init"):
+                self._in_node(node, lambda n=node: n.processor.init(self.context), "init")
+        self._initialized = True
+        return self
+
+    def register_store(self, store: StateStore) -> None:
+        self.state_manager.register(store)
+
+    def store(self, name: str) -> Any:
+        return self.state_manager.get(name)
+
+    def restored_schedule_time(self, key: str) -> int | None:
+        return self._restored_schedules.pop(key, None)
+
+    def add_schedule(self, schedule: PunctuationSchedule) -> None:
+        self._queues[schedule.punctuation_type].add(schedule)
+
+    # ---- input ---------------------------------------------------------------------------
+
+    def add_records(self, topic: str, records: Iterable[RawRecord]) -> int:
+        """Buffer raw records of a (physical) source topic, in offset order."""
+        return self.partition_group.add(topic, records)
+
+    def committed_offset(self, topic: str) -> int | None:
+        """Next offset of ``topic`` to process (None: nothing processed yet)."""
+        return self._offsets.get(offset_key(topic, self.partition))
+
+    @property
+    def buffered(self) -> int:
+        return len(self.partition_group)
+
+    # ---- processing ----------------------------------------------------------------------
+
+    def process(self, max_records: int | None = None) -> int:
+        """Process buffered records (all, or at most ``max_records``); return the count."""
+        if not self._initialized:
+            self.initialize()
+        done = 0
+        next_record = self.partition_group.next_record
+        while max_records is None or done < max_records:
+            item = next_record()
+            if item is None:
+                break
+            self._process_one(item[0], item[1])
+            done += 1
+        return done
+
+    def _process_one(self, topic: str, raw: RawRecord) -> None:
+        offset = raw.offset
+        if offset is not None:
+            self._offsets[offset_key(topic, self.partition)] = offset + 1
+        if raw.timestamp < 0:
+            self.metrics.increment("dropped-records")
+            log.warning(
+                "task %s: dropped a record with negative timestamp %d (topic %s, partition %d, "
+                "offset %s)",
+                self.task_id,
+                raw.timestamp,
+                topic,
+                self.partition,
+                offset,
+            )
+            return
+        source = self._sources[topic]
+        try:
+            record = source.deserialize(raw)
+        except SerdeError as exc:
+            self._on_deserialization_error(topic, raw, exc)
+            return
+        if record.timestamp > self.stream_time:
+            self.stream_time = record.timestamp
+        context = self.context
+        context.current_metadata = RecordMetadata(topic, self.partition, offset)  # type: ignore[arg-type]
+        self._failed_node = None
+        try:
+            for child in source.children:
+                self.dispatch(child, record)
+        except Exception as exc:
+            raise self._wrap(exc, topic, offset) from exc
+        finally:
+            context.current_metadata = None
+            context.current_node = None
+        self.metrics.increment("processed-records")
+        self.punctuate_stream_time()
+        self.punctuate_wall_clock()
+
+    def dispatch(self, node: Any, record: Record) -> None:
+        """Run ``node`` on ``record`` with the context pointing at it."""
+        context = self.context
+        previous = context.current_node
+        context.current_node = node
+        try:
+            if isinstance(node, SinkNode):
+                node.send(record)
+            else:
+                node.processor.process(record)
+        except Exception:
+            if self._failed_node is None:
+                self._failed_node = node.name
+            raise
+        finally:
+            context.current_node = previous
+
+    def _wrap(self, exc: Exception, topic: str | None, offset: int | None) -> Exception:
+        node = self._failed_node
+        message = (
+            str(exc)
+            if isinstance(exc, StreamsProcessingError)
+            else (f"{type(exc).__name__}: {exc}")
+        )
+        if isinstance(exc, StreamsProcessingError):
+            message = message.split(" (", 1)[0]
+        return StreamsProcessingError(
+            f"processing failed: {message}",
+            task_id=self.task_id,
+            node=node,
+            topic=topic,
+            partition=self.partition if topic is not None else None,
+            offset=offset,
+        )
+
+    def _on_deserialization_error(self, topic: str, raw: RawRecord, exc: SerdeError) -> None:
+        where = f"topic {topic!r}, partition {self.partition}, offset {raw.offset}"
+        if self.deserialization_handler == "fail":
+            raise StreamsProcessingError(
+                f"cannot deserialize the record at {where}: {exc}",
+                task_id=self.task_id,
+                topic=topic,
+                partition=self.partition,
+                offset=raw.offset,
+            ) from exc
+        self.metrics.increment("skipped-records")
+        log.warning("task %s: skipped the record at %s: %s", self.task_id, where, exc)
+        dlq = f"{self.application_id}-dlq"
+        headers = (
+            *tuple(raw.headers or ()),
+            ("streamtide.error", str(exc).encode()),
+            ("streamtide.topic", topic.encode()),
+            ("streamtide.partition", str(self.partition).encode()),
+            ("streamtide.offset", str(raw.offset).encode()),
+        )
+        partitions = self.collector.partitions_for(dlq)
+        self.collector.send(
+            dlq, self.partition % partitions, raw.key, raw.value, raw.timestamp, headers
+        )
+
+    # ---- punctuation ---------------------------------------------------------------------
+
+    def punctuate_stream_time(self) -> int:
+        """Fire due stream-time punctuators; never before the first record."""
+        if self.stream_time == UNKNOWN_TIME:
+            return 0
+        return self._queues[PunctuationType.STREAM_TIME].may_punctuate(
+            self.stream_time, self._run_punctuator
+        )
+
+    def punctuate_wall_clock(self) -> int:
+        """Fire due wall-clock punctuators (call it also when the task runs without input)."""
+        if not self._initialized:
+            self.initialize()
+        return self._queues[PunctuationType.WALL_CLOCK_TIME].may_punctuate(
+            self.clock.now_ms(), self._run_punctuator
+        )
+
+    def _run_punctuator(self, schedule: PunctuationSchedule, now: int) -> None:
+        node = self._nodes.get(schedule.node)
+        self._in_node(node, lambda: schedule.punctuator(now), "punctuator")
+        self.metrics.increment("punctuations")
+
+    def _in_node(self, node: Any, action: Any, what: str) -> None:
+        context = self.context
+        context.current_node = node
+        context.current_metadata = None
+        self._failed_node = None
+        try:
+            action()
+        except Exception as exc:
+            if self._failed_node is None and node is not None:
+                self._failed_node = node.name
+            raise self._wrap(exc, None, None) from exc
+        finally:
+            context.current_node = None
+
+    def schedules(self) -> list[PunctuationSchedule]:
+        return [s for q in self._queues.values() for s in q.schedules()]
+
+    # ---- commit and close ----------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Let caches emit and make the stores' writes durable."""
+        for node, listener in self.context.flush_listeners():
+            self._in_node(node, listener, "flush")
+        self.state_manager.flush()
+
+    def committed_state(self) -> TaskCommittedState:
+        return TaskCommittedState(
+            offsets=dict(self._offsets),
+            stream_time=self.stream_time,
+            schedules={s.key: s.time for s in self.schedules() if s.time is not None},
+        )
+
+    def commit(self) -> TaskCommittedState:
+        """Flush, then return the metadata to commit with this task's outputs."""
+        self.flush()
+        return self.committed_state()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            for node in self._nodes.values():
+                if isinstance(node, ProcessorNode) and hasattr(node.processor, "close"):
+                    self._in_node(node, node.processor.close, "close")
+        finally:
+            self.state_manager.close()

@@ -1,0 +1,97 @@
+"""Store suppliers and builders: how a topology declares a store once and gets one per task."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamtide.errors import TopologyError
+from streamtide.serde import Serde
+from streamtide.state.api import KeyValueBytesStore
+from streamtide.state.memory import InMemoryKeyValueBytesStore
+from streamtide.state.typed import SerdeKeyValueStore
+
+_STORE_KINDS: dict[str, Callable[[str], KeyValueBytesStore]] = {
+    "in_memory": InMemoryKeyValueBytesStore,
+}
+
+
+def register_key_value_store_kind(kind: str, factory: Callable[[str], KeyValueBytesStore]) -> None:
+    """Make a bytes store implementation available under ``kind`` (e.g. ``"rocksdb"``)."""
+    _STORE_KINDS[kind] = factory
+
+
+def key_value_store_kinds() -> tuple[str, ...]:
+    return tuple(_STORE_KINDS)
+
+
+@dataclass(frozen=True)
+class KeyValueBytesStoreSupplier:
+    """Makes a new, unopened bytes store of one kind for each task."""
+
+    name: str
+    kind: str
+
+    def get(self) -> KeyValueBytesStore:
+        try:
+            factory = _STORE_KINDS[self.kind]
+        except KeyError:
+            raise TopologyError(
+                f"store {self.name!r}: unknown store kind {self.kind!r}; "
+                f"available: {', '.join(sorted(_STORE_KINDS))}"
+            ) from None
+        return factory(self.name)
+
+
+@dataclass
+class KeyValueStoreBuilder:
+    """Builds a typed key-value store per task; logging (changelog) is on by default."""
+
+    supplier: KeyValueBytesStoreSupplier
+    key_serde: Serde | None = None
+    value_serde: Serde | None = None
+    logging_enabled: bool = True
+    log_config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.supplier.name
+
+    def with_logging_enabled(self, config: dict[str, Any] | None = None) -> KeyValueStoreBuilder:
+        self.logging_enabled = True
+        self.log_config = dict(config or {})
+        return self
+
+    def with_logging_disabled(self) -> KeyValueStoreBuilder:
+        self.logging_enabled = False
+        return self
+
+    def build(self) -> SerdeKeyValueStore:
+        return SerdeKeyValueStore(self.supplier.get(), self.key_serde, self.value_serde)
+
+
+def _check_name(name: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise TopologyError(f"a store needs a non-empty name, got {name!r}")
+    return name
+
+
+class Stores:
+    """Factory of store suppliers and builders (mirrors Kafka Streams' ``Stores``)."""
+
+    @staticmethod
+    def in_memory_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
+        return KeyValueBytesStoreSupplier(_check_name(name), "in_memory")
+
+    @staticmethod
+    def persistent_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
+        return KeyValueBytesStoreSupplier(_check_name(name), "rocksdb")
+
+    @staticmethod
+    def key_value_store_builder(
+        supplier: KeyValueBytesStoreSupplier,
+        key_serde: Serde | None = None,
+        value_serde: Serde | None = None,
+    ) -> KeyValueStoreBuilder:
+        return KeyValueStoreBuilder(supplier, key_serde, value_serde)
