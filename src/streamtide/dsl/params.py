@@ -120,6 +120,9 @@ class Repartitioned:
     def as_(cls, name: str) -> Repartitioned:
         return cls(name=_name(name))
 
+    def with_name(self, name: str) -> Repartitioned:
+        return replace(self, name=_name(name))
+
     def with_number_of_partitions(self, num_partitions: int) -> Repartitioned:
         if isinstance(num_partitions, bool) or not isinstance(num_partitions, int):
             raise TopologyError(f"num_partitions must be an int, got {num_partitions!r}")

@@ -64,8 +64,10 @@ class SinkNode:
         key_serde: Serde,
         value_serde: Serde,
         collector: RecordCollector,
+        uses_default_serdes: bool = False,
     ) -> None:
         self.name = definition.name
+        self.uses_default_serdes = uses_default_serdes
         self.topic = topic
         self.key_serde = key_serde
         self.value_serde = value_serde
@@ -82,8 +84,15 @@ class SinkNode:
             key = self.key_serde.serialize(record.key)
             value = self.value_serde.serialize(record.value)
         except SerdeError as exc:
+            hint = (
+                "; this sink uses the default serdes: give serdes with Produced, Grouped or "
+                "Repartitioned, or set StreamsConfig.default_key_serde/default_value_serde"
+                if self.uses_default_serdes
+                else ""
+            )
             raise StreamsProcessingError(
-                f"sink {self.name!r} cannot serialize a record for topic {self.topic!r}: {exc}",
+                f"sink {self.name!r} cannot serialize a record for topic {self.topic!r}: "
+                f"{exc}{hint}",
                 node=self.name,
                 topic=self.topic,
             ) from exc

@@ -119,6 +119,8 @@ class StreamTask:
                     definition.key_serde or self.default_key_serde,
                     definition.value_serde or self.default_value_serde,
                     self.collector,
+                    uses_default_serdes=definition.key_serde is None
+                    or definition.value_serde is None,
                 )
             self._nodes[definition.name] = node
         for definition in self.subtopology.nodes:

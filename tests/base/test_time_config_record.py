@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from streamtide import ConfigError, Record, Serdes, StreamsConfig, Window
+from streamtide.partitioner import murmur2, partition_for_key
+from streamtide.time import MockClock, non_negative_millis, to_millis
+
+
+def test_durations_accept_timedelta_or_int_ms() -> None:
+    assert to_millis(timedelta(seconds=1, milliseconds=5)) == 1005
+    assert to_millis(timedelta(days=1)) == 86_400_000
+    assert to_millis(250) == 250
+    with pytest.raises(TypeError, match="timedelta or int"):
+        to_millis(1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        to_millis(True)
+    with pytest.raises(ValueError, match="interval must not be negative"):
+        non_negative_millis(-1, "interval")
+
+
+def test_mock_clock_moves_only_forward() -> None:
+    clock = MockClock(100)
+    assert clock.advance(timedelta(seconds=1)) == 1100
+    with pytest.raises(ValueError):
+        clock.set(5)
+
+
+def test_record_with_methods_return_new_records() -> None:
+    record = Record("k", "v", 5)
+    changed = record.with_key("k2").with_value("v2").with_timestamp(9)
+    assert record == Record("k", "v", 5)
+    assert changed == Record("k2", "v2", 9)
+
+
+def test_window_validates_its_bounds() -> None:
+    with pytest.raises(ValueError, match="before its start"):
+        Window(10, 5)
+
+
+def test_config_defaults_and_validation() -> None:
+    config = StreamsConfig(application_id="clicks", commit_interval=timedelta(seconds=2))
+    assert config.commit_interval == 2000 and config.dlq_topic == "clicks-dlq"
+    with pytest.raises(ConfigError, match="application_id"):
+        StreamsConfig(application_id="has space")
+    with pytest.raises(ConfigError, match="num_standby_replicas must be >= 0"):
+        StreamsConfig(num_standby_replicas=-1)
+    with pytest.raises(ConfigError, match="processing_guarantee"):
+        StreamsConfig(processing_guarantee="maybe")
+    with pytest.raises(ConfigError, match="deserialization_exception_handler"):
+        StreamsConfig(deserialization_exception_handler="ignore")
+    with pytest.raises(ConfigError, match="max_records_per_batch must be an int"):
+        StreamsConfig(max_records_per_batch="many")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="default_key_serde must be a Serde"):
+        StreamsConfig(default_key_serde=str)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="unknown setting"):
+        config.with_overrides(colour="blue")
+    assert config.with_overrides(default_key_serde=Serdes.string()).application_id == "clicks"
+
+
+def test_murmur2_matches_kafka_reference_values() -> None:
+    # values produced by Kafka's org.apache.kafka.common.utils.Utils.murmur2
+    assert murmur2(b"21") == (-973932308) & 0xFFFFFFFF
+    assert murmur2(b"foobar") == (-790332482) & 0xFFFFFFFF
+    assert murmur2(b"a-little-bit-long-string") == (-985981536) & 0xFFFFFFFF
+    assert murmur2(b"") == 275646681
+    assert partition_for_key(b"foobar", 4) in range(4)
