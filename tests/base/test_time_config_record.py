@@ -5,7 +5,6 @@ from datetime import timedelta
 import pytest
 
 from streamtide import ConfigError, Record, Serdes, StreamsConfig, Window
-from streamtide.partitioner import murmur2, partition_for_key
 from streamtide.time import MockClock, non_negative_millis, to_millis
 
 
@@ -58,12 +57,3 @@ def test_config_defaults_and_validation() -> None:
     with pytest.raises(ConfigError, match="unknown setting"):
         config.with_overrides(colour="blue")
     assert config.with_overrides(default_key_serde=Serdes.string()).application_id == "clicks"
-
-
-def test_murmur2_matches_kafka_reference_values() -> None:
-    # values produced by Kafka's org.apache.kafka.common.utils.Utils.murmur2
-    assert murmur2(b"21") == (-973932308) & 0xFFFFFFFF
-    assert murmur2(b"foobar") == (-790332482) & 0xFFFFFFFF
-    assert murmur2(b"a-little-bit-long-string") == (-985981536) & 0xFFFFFFFF
-    assert murmur2(b"") == 275646681
-    assert partition_for_key(b"foobar", 4) in range(4)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from streamtide.errors import SerdeError, StreamsProcessingError
-from streamtide.partitioner import RoundRobin, partition_for_key
+from streamtide.log.partitioner import partition_for_key
 from streamtide.processor.api import Processor
 from streamtide.processor.nodes import SinkNodeDef
 from streamtide.record import Record
@@ -76,7 +76,7 @@ class SinkNode:
         self.children: list[Any] = []
         self.children_by_name: dict[str, Any] = {}
         self.stores: frozenset[str] = frozenset()
-        self._round_robin = RoundRobin()
+        self._keyless = 0
         self._num_partitions: int | None = None
 
     def send(self, record: Record) -> None:
@@ -110,5 +110,9 @@ class SinkNode:
                     topic=self.topic,
                 )
         if partition is None:
-            partition = self._round_robin.next(n) if key is None else partition_for_key(key, n)
+            if key is None:
+                partition = self._keyless % n
+                self._keyless += 1
+            else:
+                partition = partition_for_key(key, n)
         self.collector.send(self.topic, partition, key, value, record.timestamp, record.headers)

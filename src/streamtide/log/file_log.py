@@ -1,0 +1,407 @@
+"""The embedded file log: topics as directories of immutable Arrow segments plus a manifest.
+
+On-disk layout under the root::
+
+    <topic>/topic.json                        name and partition count (created exclusively)
+    <topic>/<p>/segments/<writer>+<id>.arrow  segment files, sealed or not
+    <topic>/<p>/manifest/<N>.json             entry N: seals a segment or truncates
+    <topic>/<p>/checkpoints/<N>.json          state after entries 0..N-1 (speeds up opening)
+
+``partition.Partition`` owns one partition directory; this module adds topics, argument
+checks, locking and the ``Log`` interface.
+
+Topic metadata is cached per handle. Writes (append, seal, truncate, abort) re-read it first,
+so they never land in a topic that another process deleted or re-created (each topic has a
+random id). ``list_topics``/``has_topic``/``describe_topic`` always read the disk.
+``end_offset`` and reads trust the cache until data turns up missing or the handle is
+reopened: topics are not expected to be re-created under a running reader.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+
+from streamtide.log.api import Log, LogRecord, Records, SegmentRef, TopicDescription
+from streamtide.log.errors import (
+    LogClosedError,
+    LogError,
+    OffsetOutOfRangeError,
+    SegmentError,
+    TopicExistsError,
+    UnknownPartitionError,
+    UnknownTopicError,
+)
+from streamtide.log.manifest import SealedSegment
+from streamtide.log.partition import SUBDIRS, Partition, same_seal
+from streamtide.log.segments import READ_SCHEMA, iter_records, to_table, with_offsets
+from streamtide.log.storage import TMP_PREFIX, LocalStorage
+
+#: writer_id of the segments written by ``append``.
+APPEND_WRITER = "append"
+_TOPIC_FILE = "topic.json"
+_TOPIC_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,248}$")
+_MAX_PARTITIONS = 100_000
+
+
+class FileLog(Log):
+    """The embedded log rooted at a local directory (created by the first ``create_topic``).
+
+    ``fsync=False`` skips fsync calls: faster, still safe when a process dies, not when the
+    machine loses power. ``checkpoint_every`` is how many manifest entries may accumulate
+    before a partition's state is checkpointed. Thread-safe; one handle per process is enough.
+    """
+
+    def __init__(self, root: str, *, fsync: bool = True, checkpoint_every: int = 256) -> None:
+        if checkpoint_every < 1:
+            raise ValueError("checkpoint_every must be at least 1")
+        self._storage = LocalStorage(root, fsync=fsync)
+        self._checkpoint_every = checkpoint_every
+        self._lock = threading.RLock()
+        self._partition_counts: dict[str, int] = {}
+        self._topic_ids: dict[str, str | None] = {}
+        self._partitions: dict[tuple[str, int], Partition] = {}
+        self._closed = False
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # Pickles as "open the same root" (e.g. in Spark closures); caches stay behind.
+        return (FileLog._reopen, (self.root, self._storage.fsync, self._checkpoint_every))
+
+    @staticmethod
+    def _reopen(root: str, fsync: bool, checkpoint_every: int) -> FileLog:
+        return FileLog(root, fsync=fsync, checkpoint_every=checkpoint_every)
+
+    def __repr__(self) -> str:
+        return f"FileLog({self.root!r})"
+
+    @property
+    def root(self) -> str:
+        """The absolute root directory."""
+        return self._storage.root
+
+    @property
+    def url(self) -> str:
+        return f"file://{self.root}"
+
+    # -- topics ------------------------------------------------------------------------------
+
+    def create_topic(
+        self, name: str, partitions: int, *, exist_ok: bool = False
+    ) -> TopicDescription:
+        self._check_open()
+        if not isinstance(name, str) or not _TOPIC_RE.match(name):
+            raise LogError(
+                f"invalid topic name {name!r}: use 1-249 of [A-Za-z0-9._-], not starting with '.'"
+            )
+        if isinstance(partitions, bool) or not isinstance(partitions, int):
+            raise LogError(f"partitions must be an int, got {type(partitions).__name__}")
+        if not 1 <= partitions <= _MAX_PARTITIONS:
+            raise LogError(f"partitions must be between 1 and {_MAX_PARTITIONS}, got {partitions}")
+        meta = f"{name}/{_TOPIC_FILE}"
+        with self._lock:
+            created = False
+            if not self._storage.exists(meta):
+                for p in range(partitions):
+                    for sub in SUBDIRS:
+                        self._storage.make_dir(f"{name}/{p}/{sub}")
+                data = {
+                    "v": 1,
+                    "name": name,
+                    "partitions": partitions,
+                    "id": uuid.uuid4().hex,  # tells a re-created topic from the old one
+                    "created_ms": _now_ms(),
+                }
+                created = self._storage.create_exclusive(meta, json.dumps(data).encode())
+            if not created:
+                existing = self._read_partition_count(name)
+                if not exist_ok:
+                    raise TopicExistsError(f"topic {name!r} already exists in {self.url}")
+                if existing != partitions:
+                    raise LogError(
+                        f"topic {name!r} exists with {existing} partitions, not {partitions}"
+                    )
+            self._read_partition_count(name)
+            return TopicDescription(name, partitions)
+
+    def delete_topic(self, name: str) -> None:
+        self._check_open()
+        with self._lock:
+            self._read_partition_count(name)
+            trash = f"{TMP_PREFIX}deleted-{uuid.uuid4().hex}"
+            try:
+                self._storage.move(name, trash)  # atomic: readers see all or nothing
+            except FileNotFoundError:
+                raise self._unknown(name) from None
+            finally:
+                self._forget(name)
+            self._storage.delete_dir(trash)
+
+    def list_topics(self) -> list[str]:
+        self._check_open()
+        return sorted(
+            info.base_name
+            for info in self._storage.list_dir("")
+            if _TOPIC_RE.match(info.base_name)
+            and self._storage.exists(f"{info.base_name}/{_TOPIC_FILE}")
+        )
+
+    def has_topic(self, name: str) -> bool:
+        self._check_open()
+        return (
+            isinstance(name, str)
+            and bool(_TOPIC_RE.match(name))
+            and self._storage.exists(f"{name}/{_TOPIC_FILE}")
+        )
+
+    def describe_topic(self, name: str) -> TopicDescription:
+        self._check_open()
+        with self._lock:
+            return TopicDescription(name, self._read_partition_count(name))
+
+    def partitions(self, name: str) -> int:
+        return self.describe_topic(name).partitions
+
+    # -- offsets -----------------------------------------------------------------------------
+
+    def end_offset(self, topic: str, partition: int) -> int:
+        with self._lock:
+            return self._partition(topic, partition).refresh().end_offset
+
+    def begin_offset(self, topic: str, partition: int) -> int:
+        with self._lock:
+            return self._partition(topic, partition).refresh().begin_offset
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def read(
+        self,
+        topic: str,
+        partition: int,
+        start: int = 0,
+        end: int | None = None,
+        max_records: int | None = None,
+    ) -> Iterator[LogRecord]:
+        plan = self._plan_read(topic, partition, start, end, max_records)
+        return self._iter_records(topic, partition, *plan)
+
+    def read_table(
+        self,
+        topic: str,
+        partition: int,
+        start: int = 0,
+        end: int | None = None,
+        max_records: int | None = None,
+    ) -> pa.Table:
+        segments, lo, hi = self._plan_read(topic, partition, start, end, max_records)
+        tables = [with_offsets(*self._slice(topic, partition, s, lo, hi)) for s in segments]
+        return pa.concat_tables(tables) if tables else READ_SCHEMA.empty_table()
+
+    def _iter_records(
+        self, topic: str, partition: int, segments: list[SealedSegment], lo: int, hi: int
+    ) -> Iterator[LogRecord]:
+        for seg in segments:
+            yield from iter_records(*self._slice(topic, partition, seg, lo, hi))
+
+    def _plan_read(
+        self, topic: str, partition: int, start: int, end: int | None, max_records: int | None
+    ) -> tuple[list[SealedSegment], int, int]:
+        start = _offset(start, "start")
+        end = None if end is None else _offset(end, "end")
+        if max_records is not None and (
+            isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 0
+        ):
+            raise LogError(f"max_records must be a non-negative int, got {max_records!r}")
+        with self._lock:
+            return self._partition(topic, partition).plan_read(start, end, max_records)
+
+    def _slice(
+        self, topic: str, partition: int, seg: SealedSegment, lo: int, hi: int
+    ) -> tuple[pa.Table, int]:
+        with self._lock:
+            part = self._partition(topic, partition)
+        try:
+            return part.read_slice(seg, lo, hi)
+        except FileNotFoundError:
+            with self._lock:
+                if part.refresh().begin_offset > seg.base_offset:
+                    raise OffsetOutOfRangeError(
+                        f"offset {max(lo, seg.base_offset)} of {topic}/{partition} was "
+                        "truncated while being read"
+                    ) from None
+                self._read_partition_count(topic)  # UnknownTopicError if deleted meanwhile
+            raise SegmentError(f"sealed segment {seg.name} of {part.where} is missing") from None
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def append(self, topic: str, partition: int, records: Records) -> int:
+        self._check_open()
+        table = to_table(records)
+        if table.num_rows == 0:
+            return self.end_offset(topic, partition)
+        name = self._write(topic, partition, table, APPEND_WRITER)
+        seal_id = f"{APPEND_WRITER}/{uuid.uuid4().hex}"
+        with self._lock:
+            part = self._partition(topic, partition, verify=True)
+            return part.seal(name, table.num_rows, APPEND_WRITER, seal_id)
+
+    def write_segment(
+        self, topic: str, partition: int, records: Records, *, writer_id: str
+    ) -> SegmentRef:
+        self._check_open()
+        table = to_table(records)
+        name = self._write(topic, partition, table, writer_id)
+        return SegmentRef(topic, partition, name, writer_id, table.num_rows)
+
+    def _write(self, topic: str, partition: int, table: pa.Table, writer_id: str) -> str:
+        with self._lock:
+            part = self._partition(topic, partition)
+        try:
+            return part.write(table, writer_id)  # outside the lock: writers run in parallel
+        except FileNotFoundError:
+            with self._lock:
+                self._forget(topic)
+                self._read_partition_count(topic)  # UnknownTopicError if deleted meanwhile
+            raise
+
+    def seal(self, topic: str, partition: int, segment: SegmentRef, *, seal_id: str) -> int:
+        self._check_open()
+        if not isinstance(seal_id, str) or not seal_id:
+            raise LogError("seal_id must be a non-empty string")
+        if (segment.topic, segment.partition) != (topic, partition):
+            raise LogError(
+                f"segment {segment.name} belongs to {segment.topic}/{segment.partition}, "
+                f"not {topic}/{partition}"
+            )
+        with self._lock:
+            part = self._partition(topic, partition, verify=True)
+            existing = part.refresh().by_seal_id.get(seal_id)
+            if existing is not None:
+                return same_seal(existing, segment.name, seal_id)
+            count = part.segment_count(segment.name)
+            if count != segment.record_count:
+                raise SegmentError(
+                    f"segment {segment.name} of {part.where} holds {count} records, its "
+                    f"reference says {segment.record_count}"
+                )
+            return part.seal(segment.name, count, segment.writer_id, seal_id)
+
+    def list_unsealed(self, topic: str, partition: int) -> list[SegmentRef]:
+        with self._lock:
+            found = self._partition(topic, partition, verify=True).unsealed()
+        return [SegmentRef(topic, partition, n, w, c) for n, w, c in found]
+
+    def abort_unsealed(self, topic: str, partition: int, segment: SegmentRef) -> None:
+        with self._lock:
+            self._partition(topic, partition, verify=True).abort(segment.name)
+
+    def abort_unsealed_by_prefix(
+        self, writer_prefix: str, *, topics: Iterable[str] | None = None
+    ) -> int:
+        self._check_open()
+        removed = 0
+        for topic in self.list_topics() if topics is None else list(topics):
+            for partition in range(self.partitions(topic)):
+                with self._lock:
+                    part = self._partition(topic, partition, verify=True)
+                    removed += part.abort_by_prefix(writer_prefix)
+        return removed
+
+    def truncate_before(self, topic: str, partition: int, offset: int) -> int:
+        offset = _offset(offset, "offset")
+        with self._lock:
+            return self._partition(topic, partition, verify=True).truncate(offset)
+
+    # -- maintenance and lifecycle -----------------------------------------------------------
+
+    def remove_stale_temp_files(self, max_age_s: float = 3600.0) -> int:
+        """Delete temporary files older than ``max_age_s`` left by writers that died mid-write
+        (file-log specific; safe at any time). Returns how many were deleted."""
+        self._check_open()
+        removed = self._storage.remove_stale_tmp("", max_age_s)
+        for topic in self.list_topics():
+            removed += self._storage.remove_stale_tmp(topic, max_age_s)
+            for p in range(self.partitions(topic)):
+                with self._lock:
+                    removed += self._partition(topic, p).remove_stale_tmp(max_age_s)
+        return removed
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._partitions.clear()
+            self._partition_counts.clear()
+            self._topic_ids.clear()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"the log at {self.url} is closed")
+
+    def _unknown(self, topic: object) -> UnknownTopicError:
+        return UnknownTopicError(f"topic {topic!r} does not exist in {self.url}")
+
+    def _read_partition_count(self, topic: str) -> int:
+        if not isinstance(topic, str) or not _TOPIC_RE.match(topic):
+            raise self._unknown(topic)
+        try:
+            raw = json.loads(self._storage.read_bytes(f"{topic}/{_TOPIC_FILE}"))
+            count = int(raw["partitions"])
+            topic_id = raw.get("id")
+        except FileNotFoundError:
+            self._forget(topic)
+            raise self._unknown(topic) from None
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise LogError(f"metadata of topic {topic!r} is corrupt: {e}") from None
+        if topic in self._topic_ids and self._topic_ids[topic] != topic_id:
+            self._forget(topic)  # deleted and re-created by another process: drop stale state
+        self._partition_counts[topic] = count
+        self._topic_ids[topic] = topic_id
+        return count
+
+    def _partition(self, topic: str, partition: int, *, verify: bool = False) -> Partition:
+        """The cached partition (caller holds the lock); checks topic and number. ``verify``
+        re-reads the topic metadata first, so that writes never go to the manifest of a topic
+        that another process deleted (or deleted and re-created) since it was cached."""
+        self._check_open()
+        if verify:
+            self._read_partition_count(topic)
+        part = self._partitions.get((topic, partition))
+        if part is not None and type(partition) is int:
+            return part
+        count = self._partition_counts.get(topic)
+        if count is None:
+            count = self._read_partition_count(topic)
+        if isinstance(partition, bool) or not isinstance(partition, int):
+            raise UnknownPartitionError(f"partition must be an int, got {partition!r}")
+        if not 0 <= partition < count:
+            raise UnknownPartitionError(
+                f"topic {topic!r} has partitions 0..{count - 1}; there is no partition {partition}"
+            )
+        part = Partition(self._storage, topic, partition, self._checkpoint_every)
+        self._partitions[(topic, partition)] = part
+        return part
+
+    def _forget(self, topic: str) -> None:
+        self._partition_counts.pop(topic, None)
+        self._topic_ids.pop(topic, None)
+        for key in [k for k in self._partitions if k[0] == topic]:
+            del self._partitions[key]
+
+
+def _offset(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise LogError(f"{what} must be an int offset, got {value!r}")
+    if value < 0:
+        raise OffsetOutOfRangeError(f"{what} offset must not be negative, got {value}")
+    return value
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,216 @@
+"""A partition's manifest: numbered entries that seal segments or move the begin offset.
+
+Entry ``N`` is the file ``manifest/<N, 20 digits>.json``. Entries are numbered densely from 0
+and each is created exclusively, so the manifest is a totally ordered log that concurrent
+writers agree on. Two kinds exist:
+
+- ``seal``: names a segment file, the seal_id, the base offset (the end offset after all
+  earlier entries) and the record count;
+- ``truncate``: a new begin offset and the segments it drops.
+
+``PartitionState`` is the in-memory result of applying entries in order. A checkpoint
+(``checkpoints/<N>.json``) stores the state after the first N entries so that opening a
+partition with a long history reads one checkpoint plus the entries after it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from streamtide.errors import UnsupportedVersionError
+from streamtide.log.errors import LogError
+
+ENTRY_VERSION = 1
+_CHECKPOINT_RE = re.compile(r"^(\d{20})\.json$")
+
+
+def entry_name(number: int) -> str:
+    return f"{number:020d}.json"
+
+
+def checkpoint_number(name: str) -> int | None:
+    """The entry count a checkpoint file name stands for, or None if it is not one."""
+    match = _CHECKPOINT_RE.match(name)
+    return int(match.group(1)) if match else None
+
+
+@dataclass(frozen=True, slots=True)
+class SealedSegment:
+    """A sealed segment as the manifest knows it."""
+
+    name: str
+    base_offset: int
+    record_count: int
+    seal_id: str
+
+    @property
+    def end_offset(self) -> int:
+        return self.base_offset + self.record_count
+
+
+def seal_entry(segment: SealedSegment, writer_id: str, sealed_ms: int) -> bytes:
+    return _dump(
+        {
+            "v": ENTRY_VERSION,
+            "kind": "seal",
+            "seal_id": segment.seal_id,
+            "segment": segment.name,
+            "base_offset": segment.base_offset,
+            "record_count": segment.record_count,
+            "writer_id": writer_id,
+            "sealed_ms": sealed_ms,
+        }
+    )
+
+
+def truncate_entry(begin_offset: int, dropped: list[str]) -> bytes:
+    return _dump(
+        {"v": ENTRY_VERSION, "kind": "truncate", "begin_offset": begin_offset, "dropped": dropped}
+    )
+
+
+@dataclass
+class PartitionState:
+    """Sealed segments (in offset order), begin/end offsets and the next entry number."""
+
+    next_entry: int = 0
+    begin_offset: int = 0
+    end_offset: int = 0
+    segments: list[SealedSegment] = field(default_factory=list)
+    bases: list[int] = field(default_factory=list)
+    by_seal_id: dict[str, SealedSegment] = field(default_factory=dict)
+    by_name: dict[str, SealedSegment] = field(default_factory=dict)
+    checkpointed_at: int = 0
+
+    def apply(self, data: bytes, where: str) -> list[str]:
+        """Apply the next entry (raw bytes); returns segment names it dropped."""
+        entry = _load(data, where)
+        kind = entry.get("kind")
+        try:
+            if kind == "seal":
+                self._add(
+                    SealedSegment(
+                        name=str(entry["segment"]),
+                        base_offset=int(entry["base_offset"]),
+                        record_count=int(entry["record_count"]),
+                        seal_id=str(entry["seal_id"]),
+                    ),
+                    where,
+                )
+                dropped: list[str] = []
+            elif kind == "truncate":
+                dropped = self._truncate(int(entry["begin_offset"]))
+            else:
+                raise LogError(f"manifest entry {where} has unknown kind {kind!r}")
+        except KeyError as e:
+            raise LogError(f"manifest entry {where} lacks field {e}") from None
+        self.next_entry += 1
+        return dropped
+
+    def _add(self, seg: SealedSegment, where: str) -> None:
+        if seg.base_offset != self.end_offset or seg.record_count < 0:
+            raise LogError(
+                f"corrupt manifest: entry {where} seals {seg.record_count} records at offset "
+                f"{seg.base_offset}, but the partition ends at {self.end_offset}"
+            )
+        self.segments.append(seg)
+        self.bases.append(seg.base_offset)
+        self.by_seal_id[seg.seal_id] = seg
+        self.by_name[seg.name] = seg
+        self.end_offset = seg.end_offset
+
+    def _truncate(self, begin: int) -> list[str]:
+        keep = 0
+        while keep < len(self.segments) and _dropped_by(self.segments[keep], begin):
+            keep += 1
+        gone = self.segments[:keep]
+        for seg in gone:
+            del self.by_seal_id[seg.seal_id]
+            del self.by_name[seg.name]
+        del self.segments[:keep]
+        del self.bases[:keep]
+        self.begin_offset = max(self.begin_offset, begin)
+        return [seg.name for seg in gone]
+
+    def plan_truncation(self, offset: int) -> tuple[int, list[str]]:
+        """The begin offset and dropped segment names that ``truncate_before(offset)`` means."""
+        dropped = []
+        for seg in self.segments:
+            if seg.end_offset > offset:
+                return seg.base_offset, dropped
+            dropped.append(seg.name)
+        return self.end_offset, dropped
+
+    def covering(self, start: int, stop: int) -> list[SealedSegment]:
+        """Non-empty sealed segments overlapping offsets ``[start, stop)``, in order."""
+        out: list[SealedSegment] = []
+        if stop <= start:
+            return out
+        i = max(bisect.bisect_right(self.bases, start) - 1, 0)
+        while i < len(self.segments) and self.segments[i].base_offset < stop:
+            seg = self.segments[i]
+            if seg.record_count and seg.end_offset > start:
+                out.append(seg)
+            i += 1
+        return out
+
+    # -- checkpoints -------------------------------------------------------------------------
+
+    def to_checkpoint(self) -> bytes:
+        return _dump(
+            {
+                "v": ENTRY_VERSION,
+                "next_entry": self.next_entry,
+                "begin_offset": self.begin_offset,
+                "end_offset": self.end_offset,
+                "segments": [
+                    [s.name, s.base_offset, s.record_count, s.seal_id] for s in self.segments
+                ],
+            }
+        )
+
+    @classmethod
+    def from_checkpoint(cls, data: bytes, where: str) -> PartitionState:
+        raw = _load(data, where)
+        try:
+            state = cls(
+                next_entry=int(raw["next_entry"]),
+                begin_offset=int(raw["begin_offset"]),
+                end_offset=int(raw["begin_offset"]),
+            )
+            for name, base, count, seal_id in raw["segments"]:
+                state._add(SealedSegment(str(name), int(base), int(count), str(seal_id)), where)
+            if state.end_offset != int(raw["end_offset"]):
+                raise ValueError(f"segments end at {state.end_offset}, not {raw['end_offset']}")
+        except (KeyError, TypeError, ValueError) as e:
+            raise LogError(f"corrupt manifest checkpoint {where}: {e}") from None
+        state.checkpointed_at = state.next_entry
+        return state
+
+
+def _dropped_by(seg: SealedSegment, begin: int) -> bool:
+    return seg.end_offset <= begin and seg.base_offset < begin
+
+
+def _dump(obj: dict[str, Any]) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True).encode()
+
+
+def _load(data: bytes, where: str) -> dict[str, Any]:
+    try:
+        obj = json.loads(data)
+    except ValueError as e:
+        raise LogError(f"corrupt manifest file {where}: {e}") from None
+    if not isinstance(obj, dict):
+        raise LogError(f"corrupt manifest file {where}: not a JSON object")
+    version = obj.get("v")
+    if not isinstance(version, int) or version > ENTRY_VERSION:
+        raise UnsupportedVersionError(
+            f"manifest file {where} has format version {version!r}; this release reads up to "
+            f"{ENTRY_VERSION}"
+        )
+    return obj

@@ -1,0 +1,271 @@
+"""One partition directory of the file log: its segment files and its manifest.
+
+A segment is visible exactly when a manifest entry names it. Segment files are written under a
+temporary name and renamed before any entry can name them, and manifest entries are created
+exclusively (``LocalStorage.create_exclusive``), so any number of processes may write and seal
+into one partition: the entry number decides the order and hence the base offsets.
+
+The manifest state is cached and refreshed by probing for the next entry file, so when nothing
+changed a refresh costs one failed file open. Not thread-safe: ``FileLog`` serialises calls.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pyarrow as pa
+
+from streamtide.log.errors import (
+    LogError,
+    OffsetOutOfRangeError,
+    SealConflictError,
+    SegmentError,
+)
+from streamtide.log.manifest import (
+    PartitionState,
+    SealedSegment,
+    checkpoint_number,
+    entry_name,
+    seal_entry,
+    truncate_entry,
+)
+from streamtide.log.segments import (
+    SEGMENT_SCHEMA,
+    count_from_schema,
+    new_segment_name,
+    with_metadata,
+    writer_of,
+)
+from streamtide.log.storage import TMP_PREFIX, LocalStorage
+
+SUBDIRS = ("segments", "manifest", "checkpoints")
+_KEEP_CHECKPOINTS = 2
+
+
+class Partition:
+    """Segments and manifest of ``<topic>/<number>`` under a storage root."""
+
+    def __init__(
+        self, storage: LocalStorage, topic: str, number: int, checkpoint_every: int
+    ) -> None:
+        self.storage = storage
+        self.where = f"{topic}/{number}"
+        self._segments = f"{topic}/{number}/segments"
+        self._manifest = f"{topic}/{number}/manifest"
+        self._checkpoints = f"{topic}/{number}/checkpoints"
+        self._checkpoint_every = checkpoint_every
+        self.state = self._load()
+
+    # -- manifest ----------------------------------------------------------------------------
+
+    def refresh(self) -> PartitionState:
+        """Apply the entries other writers created since the last refresh."""
+        st = self.state
+        while True:
+            rel = f"{self._manifest}/{entry_name(st.next_entry)}"
+            try:
+                data = self.storage.read_bytes(rel)
+            except FileNotFoundError:
+                break
+            self._delete_segments(st.apply(data, rel))
+        self._maybe_checkpoint()
+        return st
+
+    def seal(self, name: str, count: int, writer_id: str, seal_id: str) -> int:
+        """Create the seal entry for a written segment (retrying after lost races); returns its
+        base offset, or the first one if ``seal_id`` was sealed before."""
+        st = self.refresh()
+        while True:
+            existing = st.by_seal_id.get(seal_id)
+            if existing is not None:
+                return same_seal(existing, name, seal_id)
+            other = st.by_name.get(name)
+            if other is not None:
+                raise SealConflictError(
+                    f"segment {name} of {self.where} is already sealed as {other.seal_id!r}; "
+                    f"cannot seal it again as {seal_id!r}"
+                )
+            sealed = SealedSegment(name, st.end_offset, count, seal_id)
+            data = seal_entry(sealed, writer_id, time.time_ns() // 1_000_000)
+            if self._create_entry(data):
+                return sealed.base_offset
+            self.refresh()  # another writer took that entry number
+
+    def truncate(self, offset: int) -> int:
+        """Drop the segments entirely below ``offset``; returns the new begin offset."""
+        st = self.refresh()
+        while True:
+            if offset > st.end_offset:
+                raise OffsetOutOfRangeError(
+                    f"cannot truncate {self.where} before {offset}: it ends at {st.end_offset}"
+                )
+            begin, dropped = st.plan_truncation(offset)
+            if begin <= st.begin_offset and not dropped:
+                return st.begin_offset
+            if self._create_entry(truncate_entry(begin, dropped)):
+                return st.begin_offset
+            self.refresh()
+
+    def _create_entry(self, data: bytes) -> bool:
+        st = self.state
+        rel = f"{self._manifest}/{entry_name(st.next_entry)}"
+        if not self.storage.create_exclusive(rel, data):
+            return False
+        self._delete_segments(st.apply(data, rel))
+        self._maybe_checkpoint()
+        return True
+
+    def _load(self) -> PartitionState:
+        for n in self._checkpoint_numbers():
+            rel = f"{self._checkpoints}/{entry_name(n)}"
+            try:
+                return PartitionState.from_checkpoint(self.storage.read_bytes(rel), rel)
+            except (FileNotFoundError, LogError):
+                continue  # removed meanwhile, or damaged: fall back to an older one
+        return PartitionState()
+
+    def _checkpoint_numbers(self) -> list[int]:
+        infos = self.storage.list_dir(self._checkpoints)
+        numbers = (checkpoint_number(i.base_name) for i in infos)
+        return sorted((n for n in numbers if n is not None), reverse=True)
+
+    def _maybe_checkpoint(self) -> None:
+        st = self.state
+        if st.next_entry - st.checkpointed_at < self._checkpoint_every:
+            return
+        try:
+            rel = f"{self._checkpoints}/{entry_name(st.next_entry)}"
+            self.storage.write_bytes_atomic(rel, st.to_checkpoint())
+            st.checkpointed_at = st.next_entry
+            for n in self._checkpoint_numbers()[_KEEP_CHECKPOINTS:]:
+                self.storage.delete_file(f"{self._checkpoints}/{entry_name(n)}")
+        except OSError:
+            pass  # checkpoints only speed up loading; the entries stay authoritative
+
+    def _delete_segments(self, names: list[str]) -> None:
+        # Whoever applies a truncate entry deletes its segments, so a truncating process that
+        # died before deleting them leaves no orphans behind.
+        for name in names:
+            try:
+                self.storage.delete_file(f"{self._segments}/{name}")
+            except OSError:
+                pass
+
+    def plan_read(
+        self, start: int, end: int | None, max_records: int | None
+    ) -> tuple[list[SealedSegment], int, int]:
+        """The segments to read for offsets ``[start, end)`` (``end=None``: the current end)
+        capped at ``max_records``, with the effective start and stop; checks the range."""
+        st = self.refresh()
+        stop = st.end_offset if end is None else end
+        if start < st.begin_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {start} of {self.where} was truncated; the first readable offset is "
+                f"{st.begin_offset}"
+            )
+        if max(start, stop) > st.end_offset:
+            raise OffsetOutOfRangeError(
+                f"offsets [{start}, {stop}) of {self.where} reach beyond its end offset "
+                f"{st.end_offset}"
+            )
+        if stop < start:
+            raise LogError(f"end offset {stop} is before start offset {start}")
+        if max_records is not None:
+            stop = min(stop, start + max_records)
+        return st.covering(start, stop), start, stop
+
+    # -- segment files -----------------------------------------------------------------------
+
+    def write(self, table: pa.Table, writer_id: str) -> str:
+        """Write ``table`` as a new (unsealed) segment file; returns its name."""
+        name = new_segment_name(writer_id)
+        self.storage.write_table(f"{self._segments}/{name}", with_metadata(table, writer_id))
+        return name
+
+    def segment_count(self, name: str) -> int:
+        """The record count in a segment file's footer (checks the file is whole)."""
+        rel = f"{self._segments}/{name}"
+        try:
+            return count_from_schema(self.storage.read_schema(rel), rel)
+        except FileNotFoundError:
+            raise SegmentError(
+                f"segment {rel} does not exist (never written, aborted or truncated)"
+            ) from None
+        except (OSError, pa.ArrowInvalid) as e:
+            raise SegmentError(f"segment {rel} is unreadable: {e}") from e
+
+    def read_slice(self, seg: SealedSegment, lo: int, hi: int) -> tuple[pa.Table, int]:
+        """The rows of sealed ``seg`` within offsets ``[lo, hi)`` and the offset of the first.
+        FileNotFoundError if the file is gone (for example truncated meanwhile)."""
+        rel = f"{self._segments}/{seg.name}"
+        try:
+            table = self.storage.read_table(rel)
+        except FileNotFoundError:
+            raise
+        except (OSError, pa.ArrowInvalid) as e:
+            raise SegmentError(f"sealed segment {rel} is unreadable: {e}") from e
+        if table.num_rows != seg.record_count or not table.schema.equals(SEGMENT_SCHEMA):
+            raise SegmentError(
+                f"sealed segment {rel} holds {table.num_rows} records, the manifest says "
+                f"{seg.record_count}"
+            )
+        first = max(lo, seg.base_offset)
+        last = min(hi, seg.end_offset)
+        return table.slice(first - seg.base_offset, last - first), first
+
+    def unsealed(self) -> list[tuple[str, str, int]]:
+        """(name, writer_id, record count) of every unsealed segment file."""
+        sealed = set(self.refresh().by_name)
+        out = []
+        for info in self.storage.list_dir(self._segments):
+            writer = writer_of(info.base_name)
+            if writer is None or info.base_name in sealed:
+                continue
+            try:
+                out.append((info.base_name, writer, self.segment_count(info.base_name)))
+            except SegmentError:
+                if self.storage.exists(f"{self._segments}/{info.base_name}"):
+                    raise  # damaged, not just aborted meanwhile
+        return sorted(out)
+
+    def abort(self, name: str) -> None:
+        """Delete an unsealed segment file (a no-op if it is gone)."""
+        if writer_of(name) is None:
+            raise SegmentError(f"{name!r} is not a segment name")
+        sealed = self.refresh().by_name.get(name)
+        if sealed is not None:
+            raise SegmentError(
+                f"segment {name} of {self.where} is sealed ({sealed.seal_id!r}) and cannot be "
+                "aborted"
+            )
+        self.storage.delete_file(f"{self._segments}/{name}")
+
+    def abort_by_prefix(self, writer_prefix: str) -> int:
+        """Delete unsealed segments (and temporary files) of writers matching the prefix;
+        returns how many segments were deleted."""
+        sealed = set(self.refresh().by_name)
+        removed = 0
+        for info in self.storage.list_dir(self._segments):
+            name = info.base_name
+            is_tmp = name.startswith(TMP_PREFIX)
+            # A temporary file is ".tmp-<32 hex>-<segment name>".
+            writer = writer_of(name[len(TMP_PREFIX) + 33 :] if is_tmp else name)
+            if writer is None or not writer.startswith(writer_prefix) or name in sealed:
+                continue
+            if self.storage.delete_file(f"{self._segments}/{name}") and not is_tmp:
+                removed += 1
+        return removed
+
+    def remove_stale_tmp(self, max_age_s: float) -> int:
+        return sum(
+            self.storage.remove_stale_tmp(f"{self.where}/{sub}", max_age_s) for sub in SUBDIRS
+        )
+
+
+def same_seal(existing: SealedSegment, name: str, seal_id: str) -> int:
+    """The base offset of an earlier seal with this seal_id, if it sealed the same segment."""
+    if existing.name != name:
+        raise SealConflictError(
+            f"seal_id {seal_id!r} already sealed segment {existing.name}, not {name}"
+        )
+    return existing.base_offset

@@ -1,0 +1,189 @@
+"""File access for the file log: everything goes through ``pyarrow.fs`` except two local steps.
+
+The file log needs five primitives: read a small file, list a directory, write a file
+atomically (readers see all of it or nothing), delete, and *create a file exclusively* (of two
+writers creating the same name, exactly one succeeds). The last one arbitrates the manifest.
+On the local file system it is a hard link of a fully written temporary file (``os.link`` fails
+with EEXIST if the name exists); an object store would use a conditional put instead
+(``If-None-Match: *``). Durability (``fsync``) is also done with ``os`` calls, since
+``pyarrow.fs`` streams do not expose it. Both local steps are in this module only, so an
+object store backend replaces this one class.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.ipc as ipc
+
+#: Prefix of temporary files; never a valid topic, entry or segment name.
+TMP_PREFIX = ".tmp-"
+
+
+class LocalStorage:
+    """Files under one local root directory, addressed by ``/``-separated relative paths."""
+
+    def __init__(self, root: str, *, fsync: bool = True) -> None:
+        self.root = os.path.abspath(root)
+        self.fsync = fsync
+        # Memory-mapped input files make reading a segment zero-copy.
+        self.fs = pafs.LocalFileSystem(use_mmap=True)
+
+    def path(self, rel: str) -> str:
+        return f"{self.root}/{rel}" if rel else self.root
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def read_bytes(self, rel: str) -> bytes:
+        """The whole file; FileNotFoundError if it does not exist."""
+        with self.fs.open_input_stream(self.path(rel)) as f:
+            return f.read()
+
+    def exists(self, rel: str) -> bool:
+        return self.fs.get_file_info(self.path(rel)).type != pafs.FileType.NotFound
+
+    def is_dir(self, rel: str) -> bool:
+        return self.fs.get_file_info(self.path(rel)).type == pafs.FileType.Directory
+
+    def list_dir(self, rel: str) -> list[pafs.FileInfo]:
+        """Entries of a directory (not recursive); empty if it does not exist."""
+        selector = pafs.FileSelector(self.path(rel), allow_not_found=True, recursive=False)
+        return self.fs.get_file_info(selector)
+
+    def read_table(self, rel: str) -> pa.Table:
+        """An Arrow IPC file as a table (memory-mapped, so no copy)."""
+        with self.fs.open_input_file(self.path(rel)) as f:
+            return ipc.open_file(f).read_all()
+
+    def read_schema(self, rel: str) -> pa.Schema:
+        """The schema (with metadata) of an Arrow IPC file; fails if the footer is missing."""
+        with self.fs.open_input_file(self.path(rel)) as f:
+            return ipc.open_file(f).schema
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def make_dir(self, rel: str) -> None:
+        self.fs.create_dir(self.path(rel), recursive=True)
+
+    def write_table(self, rel: str, table: pa.Table) -> None:
+        """Write an Arrow IPC file atomically: temporary name, fsync, rename."""
+        tmp = self._tmp_name(rel)
+        try:
+            with (
+                self.fs.open_output_stream(self.path(tmp)) as sink,
+                ipc.new_file(sink, table.schema) as writer,
+            ):
+                writer.write_table(table)
+            self._sync_file(tmp)
+            self.fs.move(self.path(tmp), self.path(rel))
+        except BaseException:
+            self._remove_quietly(tmp)
+            raise
+        self._sync_dir(rel)
+
+    def write_bytes_atomic(self, rel: str, data: bytes) -> None:
+        """Write (or replace) a small file atomically: temporary name, fsync, rename."""
+        tmp = self._write_tmp(rel, data)
+        try:
+            self.fs.move(self.path(tmp), self.path(rel))
+        except BaseException:
+            self._remove_quietly(tmp)
+            raise
+        self._sync_dir(rel)
+
+    def create_exclusive(self, rel: str, data: bytes) -> bool:
+        """Create ``rel`` with ``data`` unless it exists; True if this call created it.
+
+        The file appears with its full contents or not at all, and of concurrent callers
+        (threads or processes) exactly one gets True. Local step: ``os.link``.
+        """
+        tmp = self._write_tmp(rel, data)
+        try:
+            os.link(self.path(tmp), self.path(rel))
+        except FileExistsError:
+            return False
+        finally:
+            self._remove_quietly(tmp)
+        self._sync_dir(rel)
+        return True
+
+    def delete_file(self, rel: str) -> bool:
+        """Delete a file; False if it did not exist."""
+        try:
+            self.fs.delete_file(self.path(rel))
+        except FileNotFoundError:
+            return False
+        return True
+
+    def move(self, src: str, dst: str) -> None:
+        """Rename a file or directory (atomic on a local file system)."""
+        self.fs.move(self.path(src), self.path(dst))
+
+    def delete_dir(self, rel: str) -> None:
+        self.fs.delete_dir(self.path(rel))
+
+    def remove_stale_tmp(self, rel_dir: str, max_age_s: float) -> int:
+        """Delete temporary files in ``rel_dir`` older than ``max_age_s`` (left by writers that
+        died mid-write); returns how many were deleted."""
+        cutoff_ns = time.time_ns() - int(max_age_s * 1e9)
+        removed = 0
+        for info in self.list_dir(rel_dir):
+            stale = info.mtime_ns is not None and info.mtime_ns < cutoff_ns
+            if not (info.base_name.startswith(TMP_PREFIX) and stale):
+                continue
+            rel = f"{rel_dir}/{info.base_name}" if rel_dir else info.base_name
+            if info.type == pafs.FileType.Directory:  # a deleted topic not yet removed
+                self.delete_dir(rel)
+                removed += 1
+            else:
+                removed += self.delete_file(rel)
+        return removed
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    @staticmethod
+    def _tmp_name(rel: str) -> str:
+        head, _, base = rel.rpartition("/")
+        name = f"{TMP_PREFIX}{uuid.uuid4().hex}-{base}"
+        return f"{head}/{name}" if head else name
+
+    def _write_tmp(self, rel: str, data: bytes) -> str:
+        tmp = self._tmp_name(rel)
+        try:
+            with self.fs.open_output_stream(self.path(tmp)) as f:
+                f.write(data)
+            self._sync_file(tmp)
+        except BaseException:
+            self._remove_quietly(tmp)
+            raise
+        return tmp
+
+    def _remove_quietly(self, rel: str) -> None:
+        try:
+            os.unlink(self.path(rel))
+        except OSError:
+            pass
+
+    def _sync_file(self, rel: str) -> None:
+        if not self.fsync:
+            return
+        fd = os.open(self.path(rel), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _sync_dir(self, rel: str) -> None:
+        """fsync the directory holding ``rel`` so a new name survives power loss."""
+        if not self.fsync:
+            return
+        head = rel.rpartition("/")[0]
+        fd = os.open(self.path(head), os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -1,0 +1,55 @@
+"""``open_log`` URL handling."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from streamtide.log import DEFAULT_LOG_URL, FileLog, LogError, log_path, open_log
+
+
+def test_file_urls_and_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    cases = {
+        f"file://{tmp_path}/a": tmp_path / "a",
+        f"file://localhost{tmp_path}/b": tmp_path / "b",
+        "file://./c": tmp_path / "c",
+        "file://d": tmp_path / "d",
+        "e/f": tmp_path / "e" / "f",
+        str(tmp_path / "g"): tmp_path / "g",
+        f"file://{tmp_path}/with%20space": tmp_path / "with space",
+        None: tmp_path / "streamtide-data",
+        "": tmp_path / "streamtide-data",
+        DEFAULT_LOG_URL: tmp_path / "streamtide-data",
+    }
+    for url, expected in cases.items():
+        log = open_log(url)
+        assert isinstance(log, FileLog)
+        assert log.root == str(expected), url
+        assert open_log(log.url).root == log.root
+
+
+def test_home_is_expanded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert log_path("~/x") == os.path.join(str(tmp_path), "x")
+
+
+def test_options_are_passed_on(tmp_path: Path) -> None:
+    log = open_log(str(tmp_path), fsync=False, checkpoint_every=5)
+    log.create_topic("t", 1)
+    assert log.end_offset("t", 0) == 0
+    with pytest.raises(ValueError):
+        open_log(str(tmp_path), checkpoint_every=0)
+
+
+def test_kafka_is_not_available() -> None:
+    with pytest.raises(LogError, match="Kafka support is not available in this release"):
+        open_log("kafka://127.0.0.1:9092")
+
+
+@pytest.mark.parametrize("url", ["s3://bucket/x", "http://x", "file://"])
+def test_unsupported_urls(url: str) -> None:
+    with pytest.raises(LogError):
+        open_log(url)
