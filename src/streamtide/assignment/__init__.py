@@ -1,0 +1,25 @@
+"""Task assignment: the sticky, cooperative assignor and its versioned metadata records.
+
+A pure layer: it depends on nothing in Streamtide but ``streamtide.errors``.
+"""
+
+from .assignor import assign
+from .client_state import ClientState
+from .codec import CorruptMetadataError, peek_versions
+from .config import AssignorConfig
+from .metadata import LATEST_VERSION, AssignmentInfo, SubscriptionInfo
+from .result import Assignment
+from .task_id import TaskId
+
+__all__ = [
+    "LATEST_VERSION",
+    "Assignment",
+    "AssignmentInfo",
+    "AssignorConfig",
+    "ClientState",
+    "CorruptMetadataError",
+    "SubscriptionInfo",
+    "TaskId",
+    "assign",
+    "peek_versions",
+]

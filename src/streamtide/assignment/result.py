@@ -1,0 +1,58 @@
+"""The outcome of one assignment: what each client runs, keeps warm or restores."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from .task_id import TaskId
+
+
+def _frozen(per_client: Mapping[str, Iterable[TaskId]]) -> Mapping[str, frozenset[TaskId]]:
+    return MappingProxyType({c: frozenset(per_client[c]) for c in sorted(per_client)})
+
+
+def _listed(tasks: frozenset[TaskId]) -> str:
+    return ",".join(str(t) for t in sorted(tasks)) or "-"
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """Active, standby and warm-up tasks for every client id (empty sets included).
+
+    ``followup_needed`` is True while some task waits on a learner to catch up before it moves;
+    the caller should assign again once the learners have restored.
+    """
+
+    active: Mapping[str, frozenset[TaskId]]
+    standby: Mapping[str, frozenset[TaskId]]
+    warmup: Mapping[str, frozenset[TaskId]]
+    followup_needed: bool
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "active", _frozen(self.active))
+        object.__setattr__(self, "standby", _frozen(self.standby))
+        object.__setattr__(self, "warmup", _frozen(self.warmup))
+
+    __hash__ = None  # type: ignore[assignment]  # holds mappings
+
+    def owner(self, task: TaskId) -> str | None:
+        """The client that runs ``task`` as active, or None if the task was not assigned."""
+        for client, tasks in self.active.items():
+            if task in tasks:
+                return client
+        return None
+
+    def describe(self) -> str:
+        """One log line: ``client: active ... / standby ... / warm-up ...`` per client."""
+        parts = [
+            f"{c}: active {_listed(self.active[c])} / standby {_listed(self.standby[c])}"
+            f" / warm-up {_listed(self.warmup[c])}"
+            for c in self.active
+        ]
+        parts.append("follow-up needed" if self.followup_needed else "stable")
+        return "; ".join(parts)
+
+    def __str__(self) -> str:
+        return self.describe()

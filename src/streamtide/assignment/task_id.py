@@ -1,0 +1,39 @@
+"""The identity of a task: one partition of one sub-topology."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_TEXT = re.compile(r"(0|[1-9][0-9]*)_(0|[1-9][0-9]*)")
+
+
+@dataclass(frozen=True, order=True)
+class TaskId:
+    """Task ``partition`` of sub-topology ``subtopology``, written ``"0_3"``.
+
+    Ordered by (subtopology, partition); the assignor walks tasks in this order, so it is part
+    of the assignment's determinism.
+    """
+
+    subtopology: int
+    partition: int
+
+    def __post_init__(self) -> None:
+        for name in ("subtopology", "partition"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"TaskId {name} must be an int, got {value!r}")
+            if value < 0:
+                raise ValueError(f"TaskId {name} must be >= 0, got {value}")
+
+    def __str__(self) -> str:
+        return f"{self.subtopology}_{self.partition}"
+
+    @classmethod
+    def parse(cls, text: str) -> TaskId:
+        """Read back the ``"<subtopology>_<partition>"`` form that ``str()`` writes."""
+        match = _TEXT.fullmatch(text) if isinstance(text, str) else None
+        if match is None:
+            raise ValueError(f"not a task id: {text!r} (expected '<subtopology>_<partition>')")
+        return cls(int(match.group(1)), int(match.group(2)))
