@@ -15,7 +15,7 @@ from streamtide.serde import Serde
 from streamtide.time import Duration, non_negative_millis
 
 #: The store kind DSL operators use when ``Materialized`` does not name one.
-DEFAULT_STORE_TYPE = "in_memory"
+DEFAULT_STORE_TYPE = "rocksdb"
 
 
 def _name(name: str) -> str:

@@ -131,7 +131,7 @@ class StreamTask:
         """Open the stores and call ``init`` on every processor (in topology order)."""
         if self._initialized:
             return self
-        self.state_manager.open(self.context)
+        self.state_manager.open(self.context, self.collector, self.partition)
         for _name, node in self._nodes.items():
             if isinstance(node, ProcessorNode) and hasattr(node.processor, "init"):
                 self._in_node(node, lambda n=node: n.processor.init(self.context), "init")

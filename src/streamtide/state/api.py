@@ -17,6 +17,14 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
+def prefix_end(prefix: bytes) -> bytes | None:
+    """The smallest key greater than every key starting with ``prefix`` (None: no bound)."""
+    trimmed = prefix.rstrip(b"\xff")
+    if not trimmed:
+        return None
+    return trimmed[:-1] + bytes([trimmed[-1] + 1])
+
+
 class KeyValueBytesStore(StateStore):
     """An ordered map from bytes to bytes."""
 
@@ -53,7 +61,7 @@ class KeyValueBytesStore(StateStore):
 
     def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         """Entries whose key starts with ``prefix``, in key order."""
-        for key, value in self.range(prefix, None):
+        for key, value in self.range(prefix, prefix_end(prefix)):
             if not key.startswith(prefix):
                 return
             yield key, value
@@ -63,6 +71,17 @@ class KeyValueBytesStore(StateStore):
 
     @abstractmethod
     def approximate_num_entries(self) -> int: ...
+
+    def delete_range(self, from_key: bytes | None, to_key: bytes | None) -> None:
+        """Delete every key with ``from_key <= key < to_key`` (end exclusive, as in RocksDB;
+        None: unbounded). Segmented stores drop a whole segment with one call."""
+        doomed = []
+        for key, _ in self.range(from_key, to_key):
+            if to_key is not None and key >= to_key:
+                break
+            doomed.append(key)
+        for key in doomed:
+            self.put(key, None)
 
     def clear(self) -> None:
         """Delete every entry (used when local state must be rebuilt)."""

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from streamtide.errors import StoreError
 from streamtide.processor.api import StateStoreContext
-from streamtide.state.api import KeyValueBytesStore
+from streamtide.state.api import KeyValueBytesStore, prefix_end
 
 
 class InMemoryKeyValueBytesStore(KeyValueBytesStore):
@@ -70,9 +70,35 @@ class InMemoryKeyValueBytesStore(KeyValueBytesStore):
             if value is not None:
                 yield key, value
 
+    def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """Bounded by the first key after the prefix, so only matching keys are copied."""
+        self._check()
+        end = prefix_end(prefix)
+        lo = bisect.bisect_left(self._keys, prefix)
+        hi = len(self._keys) if end is None else bisect.bisect_left(self._keys, end)
+        return self._entries(self._keys[lo:hi])
+
+    def _entries(self, keys: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
+        data = self._data
+        for key in keys:
+            value = data.get(key)
+            if value is not None:
+                yield key, value
+
     def approximate_num_entries(self) -> int:
         self._check()
         return len(self._data)
+
+    def delete_range(self, from_key: bytes | None, to_key: bytes | None) -> None:
+        self._check()
+        lo = 0 if from_key is None else bisect.bisect_left(self._keys, from_key)
+        hi = len(self._keys) if to_key is None else bisect.bisect_left(self._keys, to_key)
+        if lo >= hi:
+            return
+        data = self._data
+        for key in self._keys[lo:hi]:
+            del data[key]
+        del self._keys[lo:hi]
 
     def clear(self) -> None:
         self._data.clear()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from streamtide.errors import TopologyError
 from streamtide.serde import Serde
 from streamtide.state.api import KeyValueBytesStore
+from streamtide.state.changelogging import ChangeLoggingKeyValueBytesStore
 from streamtide.state.memory import InMemoryKeyValueBytesStore
 from streamtide.state.typed import SerdeKeyValueStore
 
@@ -28,10 +29,17 @@ def key_value_store_kinds() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class KeyValueBytesStoreSupplier:
-    """Makes a new, unopened bytes store of one kind for each task."""
+    """Makes a new, unopened bytes store of one kind for each task.
+
+    With ``logging_enabled`` (the default, as in Kafka Streams) the store is wrapped in a
+    ``ChangeLoggingKeyValueBytesStore``: its writes are buffered until the task commits, sent
+    to the store's changelog, and only then written to the local store. Every store layout
+    built on this supplier (key-value, window, session, dedup) gets that, and restore, for free.
+    """
 
     name: str
     kind: str
+    logging_enabled: bool = True
 
     def get(self) -> KeyValueBytesStore:
         try:
@@ -41,7 +49,11 @@ class KeyValueBytesStoreSupplier:
                 f"store {self.name!r}: unknown store kind {self.kind!r}; "
                 f"available: {', '.join(sorted(_STORE_KINDS))}"
             ) from None
-        return factory(self.name)
+        store = factory(self.name)
+        return ChangeLoggingKeyValueBytesStore(store) if self.logging_enabled else store
+
+    def with_logging(self, enabled: bool) -> KeyValueBytesStoreSupplier:
+        return replace(self, logging_enabled=enabled)
 
 
 @dataclass
@@ -68,7 +80,8 @@ class KeyValueStoreBuilder:
         return self
 
     def build(self) -> SerdeKeyValueStore:
-        return SerdeKeyValueStore(self.supplier.get(), self.key_serde, self.value_serde)
+        inner = self.supplier.with_logging(self.logging_enabled).get()
+        return SerdeKeyValueStore(inner, self.key_serde, self.value_serde)
 
 
 def _check_name(name: str) -> str:

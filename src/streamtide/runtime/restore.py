@@ -1,0 +1,276 @@
+"""Bringing a logged store's local copy to the committed changelog end.
+
+One code path serves an active task's restore at open, its catch-up after a deferred commit,
+and standby updates: check the checkpointed offset against the changelog, wipe the local copy
+(and load the newest usable snapshot) when the offset cannot be trusted, then replay the
+changelog from there. The log only shows sealed segments, so everything replayed is committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from streamtide.errors import StoreError
+from streamtide.log.api import Log, LogRecord
+from streamtide.log.factory import log_path
+from streamtide.processor.api import Metrics
+from streamtide.state.api import KeyValueBytesStore
+from streamtide.state.changelogging import ChangeLoggingKeyValueBytesStore, apply_changelog
+from streamtide.state.checkpoint import TaskCheckpoint
+from streamtide.state.snapshots import SnapshotStore
+
+log = logging.getLogger(__name__)
+
+RECORDS_RESTORED = "records-restored"
+RESTORE_DURATION_MS = "restore-duration-ms"
+STANDBY_LAG = "standby-lag"
+SNAPSHOTS_TAKEN = "snapshots-taken"
+
+
+def set_gauge(metrics: Metrics, name: str, value: int) -> None:
+    """Set a counter to ``value`` (TaskMetrics only counts up or down)."""
+    metrics.increment(name, value - metrics.get(name))
+
+
+def default_snapshot_store(log_: Log) -> SnapshotStore:
+    """Snapshots live next to the changelogs: ``<log root>/_snapshots``."""
+    root = getattr(log_, "root", None) or os.path.abspath(log_path(log_.url))
+    return SnapshotStore(Path(root) / "_snapshots")
+
+
+@dataclass
+class StoreChangelog:
+    """A logged store with its changelog partition and local position.
+
+    ``position`` is the changelog offset the local copy is current to (confirmed data only);
+    ``dirty`` says the local copy also holds applied writes not yet confirmed committed;
+    ``unconfirmed`` counts the changelog records sent since the last confirmation.
+    """
+
+    name: str
+    store: ChangeLoggingKeyValueBytesStore
+    topic: str
+    partition: int
+    position: int = 0
+    dirty: bool = False
+    unconfirmed: int = 0
+
+    @property
+    def local(self) -> KeyValueBytesStore:
+        return self.store.inner
+
+    @property
+    def persistent(self) -> bool:
+        return bool(self.store.persistent)
+
+
+class ChangelogRestorer:
+    """Validates, wipes, loads snapshots and replays changelogs for the stores of one task."""
+
+    def __init__(
+        self,
+        log_: Log,
+        application_id: str,
+        task_id: str,
+        metrics: Metrics,
+        *,
+        snapshots: SnapshotStore | None = None,
+        batch_size: int = 10_000,
+    ) -> None:
+        self.log = log_
+        self.application_id = application_id
+        self.task_id = task_id
+        self.metrics = metrics
+        self.snapshots = snapshots
+        self.batch_size = batch_size
+
+    # ---- the changelog -------------------------------------------------------------------
+
+    def end(self, cl: StoreChangelog) -> int:
+        """The committed end of the store's changelog partition (0 if the topic is missing)."""
+        if not self.log.has_topic(cl.topic):
+            return 0
+        return self.log.end_offset(cl.topic, cl.partition)
+
+    def begin(self, cl: StoreChangelog) -> int:
+        if not self.log.has_topic(cl.topic):
+            return 0
+        return self.log.begin_offset(cl.topic, cl.partition)
+
+    # ---- validation ----------------------------------------------------------------------
+
+    def problem(
+        self,
+        cl: StoreChangelog,
+        checkpoint: TaskCheckpoint | None,
+        checkpoint_problem: str | None,
+        begin: int,
+        end: int,
+    ) -> tuple[int | None, str | None, int]:
+        """``(offset, None, 0)`` when the checkpointed offset can be trusted, else
+        ``(None, why, log level)``: INFO when the task simply has no local state here yet (it
+        moved, or is new), WARNING when local state exists but cannot be trusted."""
+        info, warning = logging.INFO, logging.WARNING
+        if not cl.persistent:
+            return None, "it is an in-memory store", logging.DEBUG
+        if checkpoint_problem is not None:
+            return None, f"the checkpoint file is unusable ({checkpoint_problem})", warning
+        if getattr(cl.local, "created_fresh", False) and end > 0:
+            why = "its local copy is missing (the state directory was deleted or never existed)"
+            return None, why, info
+        if checkpoint is None:
+            if getattr(cl.local, "created_fresh", True):
+                return None, "there is no checkpoint file", info
+            return None, "there is no checkpoint file to vouch for its local copy", warning
+        if cl.name not in checkpoint.offsets:
+            return None, "the checkpoint has no offset for it", info
+        offset = checkpoint.offsets[cl.name]
+        if offset is None:
+            why = (
+                "the checkpoint marks it dirty (it may hold writes the changelog does not confirm)"
+            )
+            return None, why, warning
+        if offset > end:
+            why = f"the checkpoint offset {offset} is ahead of the changelog end {end}"
+            return None, why, warning
+        if offset < begin:
+            why = (
+                f"the changelog was truncated: it begins at {begin}, after the checkpoint "
+                f"offset {offset}"
+            )
+            return None, why, warning
+        return offset, None, 0
+
+    def initialize(
+        self,
+        cl: StoreChangelog,
+        checkpoint: TaskCheckpoint | None,
+        checkpoint_problem: str | None = None,
+    ) -> None:
+        """Set ``cl.position`` from the checkpoint, or rebuild the local copy when the
+        checkpoint cannot be trusted (wipe, then the newest usable snapshot)."""
+        begin, end = self.begin(cl), self.end(cl)
+        offset, why, level = self.problem(cl, checkpoint, checkpoint_problem, begin, end)
+        if why is None:
+            cl.position, cl.dirty = int(offset), False  # type: ignore[arg-type]
+            return
+        self.rebuild(cl, why, begin, end, level=level)
+
+    def rebuild(
+        self,
+        cl: StoreChangelog,
+        why: str,
+        begin: int | None = None,
+        end: int | None = None,
+        *,
+        level: int = logging.WARNING,
+    ) -> None:
+        """Wipe the local copy and restart from the newest usable snapshot (an unreadable one
+        is skipped for the next older) or the beginning, logging why at ``level`` (DEBUG when
+        there is nothing to restore)."""
+        begin = self.begin(cl) if begin is None else begin
+        end = self.end(cl) if end is None else end
+        cl.local.clear()
+        cl.dirty = False
+        if end == 0:
+            level = logging.DEBUG
+        for snapshot in self._usable_snapshots(cl, begin, end):
+            log.log(
+                level,
+                "task %s: rebuilding store %r from the snapshot at offset %d and changelog %s "
+                "[%d, %d) because %s",
+                self.task_id,
+                cl.name,
+                snapshot,
+                cl.topic,
+                snapshot,
+                end,
+                why,
+            )
+            started = time.perf_counter()
+            try:
+                cl.position = self.snapshots.restore_into(  # type: ignore[union-attr]
+                    self.application_id, self.task_id, cl.local, snapshot
+                )
+            except Exception as exc:
+                log.warning(
+                    "task %s: cannot load the snapshot of store %r at offset %d (%s: %s); "
+                    "trying an older one",
+                    self.task_id,
+                    cl.name,
+                    snapshot,
+                    type(exc).__name__,
+                    exc,
+                )
+                cl.local.clear()
+                continue
+            took = round((time.perf_counter() - started) * 1000)
+            self.metrics.increment(RESTORE_DURATION_MS, took)
+            return
+        if begin > 0:
+            raise StoreError(
+                f"task {self.task_id}: cannot rebuild store {cl.name!r} ({why}): changelog "
+                f"{cl.topic} partition {cl.partition} begins at {begin} and no snapshot covers "
+                f"the offsets before it"
+            )
+        log.log(
+            level,
+            "task %s: rebuilding store %r from the beginning of changelog %s (%d records) "
+            "because %s",
+            self.task_id,
+            cl.name,
+            cl.topic,
+            end,
+            why,
+        )
+        cl.position = 0
+
+    def _usable_snapshots(self, cl: StoreChangelog, begin: int, end: int) -> list[int]:
+        """Snapshot offsets from which the changelog still continues, newest first."""
+        if self.snapshots is None or end == 0:
+            return []
+        offsets = self.snapshots.offsets(self.application_id, self.task_id, cl.name)
+        return [o for o in reversed(offsets) if begin <= o <= end]
+
+    # ---- replay --------------------------------------------------------------------------
+
+    def replay(self, cl: StoreChangelog, end: int | None = None) -> int:
+        """Apply the changelog from ``cl.position`` to ``end`` (default: the committed end)
+        to the local copy; returns the number of records applied."""
+        end = self.end(cl) if end is None else end
+        if cl.position >= end:
+            return 0
+        started = time.perf_counter()
+        applied = 0
+        while cl.position < end:
+            table = self.log.read_table(
+                cl.topic, cl.partition, cl.position, end, max_records=self.batch_size
+            )
+            if table.num_rows == 0:
+                break
+            keys = table.column("key").to_pylist()
+            values = table.column("value").to_pylist()
+            headers = [
+                tuple((h["key"], h["value"]) for h in hs) if hs else ()
+                for hs in table.column("headers").to_pylist()
+            ]
+            applied += apply_changelog(cl.local, zip(keys, values, headers))
+            cl.position = int(table.column("offset")[-1].as_py()) + 1
+        self.metrics.increment(RECORDS_RESTORED, applied)
+        self.metrics.increment(RESTORE_DURATION_MS, round((time.perf_counter() - started) * 1000))
+        return applied
+
+    def apply_records(self, cl: StoreChangelog, records: Iterable[LogRecord]) -> int:
+        """Apply already-read changelog records (in offset order, none below the position)."""
+        batch = list(records)
+        if not batch:
+            return 0
+        count = apply_changelog(cl.local, ((r.key, r.value, r.headers) for r in batch))
+        cl.position = int(batch[-1].offset) + 1  # type: ignore[arg-type]
+        self.metrics.increment(RECORDS_RESTORED, count)
+        return count

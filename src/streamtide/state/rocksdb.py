@@ -1,0 +1,261 @@
+"""The RocksDB bytes store (``rocksdict`` in raw bytes mode), registered as kind ``"rocksdb"``.
+
+RocksDB allows one process per database, and a Spark executor runs several Python workers, so
+a store is opened when its task starts and closed when it ends; an open handle is never kept
+across tasks. Keys are ordered by unsigned byte order, like the in-memory store.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from rocksdict import Checkpoint, Options, Rdict, WriteBatch
+
+from streamtide.errors import StoreError
+from streamtide.processor.api import StateStoreContext
+from streamtide.state.api import KeyValueBytesStore
+from streamtide.state.stores import register_key_value_store_kind
+
+#: Entries per WriteBatch in ``put_all``: bounds the memory of one batch during restores.
+WRITE_BATCH_SIZE = 50_000
+
+
+def _options() -> Options:
+    options = Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.set_keep_log_file_num(2)
+    options.set_max_log_file_size(1 << 20)
+    return options
+
+
+def _after(key: bytes) -> bytes:
+    """The smallest key greater than ``key``."""
+    return key + b"\x00"
+
+
+class RocksDBKeyValueBytesStore(KeyValueBytesStore):
+    """A persistent, ordered bytes store in ``<task state_dir>/<store name>``."""
+
+    persistent = True
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._db: Rdict | None = None
+        self._path: Path | None = None
+        self._own_dir: Path | None = None
+        self._iterators: weakref.WeakSet[Iterator] = weakref.WeakSet()
+        self.created_fresh = False
+
+    # ---- lifecycle -----------------------------------------------------------------------
+
+    def init(self, context: StateStoreContext) -> None:
+        self._open_at(Path(context.state_dir) / self.name)
+        context.register(self)
+
+    def open_standalone(self, directory: str | Path | None = None) -> RocksDBKeyValueBytesStore:
+        """Open without a task (tools, contract tests); without ``directory`` the store lives in
+        a temporary directory removed by ``close``."""
+        if directory is None:
+            self._own_dir = Path(tempfile.mkdtemp(prefix=f"streamtide-{self.name}-"))
+            directory = self._own_dir
+        self._open_at(Path(directory))
+        return self
+
+    def _open_at(self, path: Path) -> None:
+        if self._db is not None:
+            raise StoreError(f"store {self.name!r} is already open at {self._path}")
+        path.mkdir(parents=True, exist_ok=True)
+        self.created_fresh = not (path / "CURRENT").exists()
+        try:
+            self._db = Rdict(str(path), _options())
+        except Exception as exc:
+            raise StoreError(
+                f"cannot open RocksDB store {self.name!r} at {path}: {exc} (a database can be "
+                "open in one process only; is another worker or task still holding it?)"
+            ) from exc
+        self._path = path
+
+    @property
+    def directory(self) -> Path:
+        """Where the database files are (the store must have been opened once)."""
+        if self._path is None:
+            raise StoreError(f"store {self.name!r} has never been opened")
+        return self._path
+
+    @property
+    def is_open(self) -> bool:
+        return self._db is not None
+
+    def _handle(self) -> Rdict:
+        db = self._db
+        if db is None:
+            raise StoreError(f"store {self.name!r} is not open")
+        return db
+
+    def flush(self) -> None:
+        """Hand buffered write-ahead-log data to the OS (enough to survive a process crash)."""
+        if self._db is not None:
+            self._db.flush_wal(False)
+
+    def sync(self) -> None:
+        """Sync the write-ahead log to disk, so a checkpoint written afterwards never names
+        writes that a machine crash could lose."""
+        if self._db is not None:
+            self._db.flush_wal(True)
+
+    def close(self) -> None:
+        """Close the database; iterators still open are closed first, since a live RocksDB
+        iterator would keep the database (and its lock) alive."""
+        self._close_db()
+        if self._own_dir is not None:
+            shutil.rmtree(self._own_dir, ignore_errors=True)
+            self._own_dir = None
+
+    def _close_db(self) -> None:
+        for iterator in list(self._iterators):
+            iterator.close()  # type: ignore[attr-defined]
+        self._iterators = weakref.WeakSet()
+        db, self._db = self._db, None
+        if db is not None:
+            db.close()
+
+    # ---- point operations ----------------------------------------------------------------
+
+    def get(self, key: bytes) -> bytes | None:
+        return self._handle().get(key)
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        db = self._handle()
+        if key is None:
+            raise StoreError(f"store {self.name!r} does not accept a None key")
+        if value is None:
+            db.delete(key)
+        else:
+            db.put(key, value)
+
+    def put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
+        """Write ``entries`` in atomic WriteBatches of up to WRITE_BATCH_SIZE entries."""
+        db = self._handle()
+        batch = WriteBatch(raw_mode=True)
+        for key, value in entries:
+            if key is None:
+                raise StoreError(f"store {self.name!r} does not accept a None key")
+            if value is None:
+                batch.delete(key)
+            else:
+                batch.put(key, value)
+            if len(batch) >= WRITE_BATCH_SIZE:
+                db.write(batch)
+                batch = WriteBatch(raw_mode=True)
+        if len(batch):
+            db.write(batch)
+
+    # ---- ordered reads -------------------------------------------------------------------
+
+    def range(
+        self, from_key: bytes | None, to_key: bytes | None, reverse: bool = False
+    ) -> Iterator[tuple[bytes, bytes]]:
+        db = self._handle()
+        if from_key is not None and to_key is not None and from_key > to_key:
+            return iter(())
+        if reverse:
+            if to_key is None:
+                return self._track(self._until_below(db.items(backwards=True), from_key))
+            items = db.items(backwards=True, from_key=to_key)
+            return self._track(self._until_below(items, from_key))
+        items = db.items(from_key=from_key) if from_key is not None else db.items()
+        return self._track(self._until_above(items, to_key))
+
+    def _track(self, iterator: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
+        self._iterators.add(iterator)
+        return iterator
+
+    @staticmethod
+    def _until_above(items: Iterator[tuple[bytes, bytes]], to_key: bytes | None) -> Iterator:
+        if to_key is None:
+            yield from items
+            return
+        for key, value in items:
+            if key > to_key:
+                return
+            yield key, value
+
+    @staticmethod
+    def _until_below(items: Iterator[tuple[bytes, bytes]], from_key: bytes | None) -> Iterator:
+        if from_key is None:
+            yield from items
+            return
+        for key, value in items:
+            if key < from_key:
+                return
+            yield key, value
+
+    def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        return self._track(self._with_prefix(self._handle().items(from_key=prefix), prefix))
+
+    @staticmethod
+    def _with_prefix(items: Iterator[tuple[bytes, bytes]], prefix: bytes) -> Iterator:
+        for key, value in items:
+            if not key.startswith(prefix):
+                return
+            yield key, value
+
+    def approximate_num_entries(self) -> int:
+        """RocksDB's estimate: exact after inserts of distinct keys, above the true count
+        while overwritten or deleted keys await compaction."""
+        return self._handle().property_int_value("rocksdb.estimate-num-keys") or 0
+
+    # ---- bulk deletes, checkpoints -------------------------------------------------------
+
+    def delete_range(self, from_key: bytes | None, to_key: bytes | None) -> None:
+        """One native range tombstone (plus a point delete when the range is unbounded)."""
+        db = self._handle()
+        begin = from_key if from_key is not None else b""
+        if to_key is None:
+            last = self._last_key()
+            if last is None or last < begin:
+                return
+            if last > begin:
+                db.delete_range(begin, last)
+            db.delete(last)
+        elif to_key > begin:
+            db.delete_range(begin, to_key)
+
+    def _last_key(self) -> bytes | None:
+        it = self._handle().iter()
+        it.seek_to_last()
+        return it.key() if it.valid() else None
+
+    def clear(self) -> None:
+        """Drop the database files and reopen empty (cheaper than deleting every key)."""
+        path = self.directory
+        was_open = self.is_open
+        self._close_db()
+        shutil.rmtree(path, ignore_errors=True)
+        if was_open:
+            self._open_at(path)
+
+    def checkpoint_to(self, target: str | Path) -> Path:
+        """A consistent copy of the open database in ``target`` (which must not exist), made
+        with RocksDB's checkpoint (hard links where the file system allows)."""
+        target = Path(target)
+        Checkpoint(self._handle()).create_checkpoint(str(target))
+        return target
+
+    def replace_with(self, source: str | Path) -> None:
+        """Replace the database by a copy of the database directory ``source`` (a checkpoint),
+        reopening it if the store was open."""
+        path = self.directory
+        was_open = self.is_open
+        self._close_db()
+        shutil.rmtree(path, ignore_errors=True)
+        shutil.copytree(source, path)
+        if was_open:
+            self._open_at(path)
+
+
+register_key_value_store_kind("rocksdb", RocksDBKeyValueBytesStore)

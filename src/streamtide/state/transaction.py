@@ -1,0 +1,145 @@
+"""The transactional write buffer: a batch's writes, kept out of the local store until commit.
+
+A ``WriteBuffer`` holds the latest value (or tombstone) of every key written in the batch,
+plus the range deletes issued, and can lay itself over an ordered iterator of the store below
+so that reads see the batch's own writes. Its contents replay as: every range delete (in the
+order issued), then every buffered key. That replay is exact because a range delete drops the
+buffered keys it covers; a key still buffered was therefore written after every range delete
+covering it.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator
+
+#: A range delete ``[from_key, to_key)``; ``to_key`` None means unbounded.
+RangeDelete = tuple[bytes, "bytes | None"]
+
+
+class WriteBuffer:
+    """Pending writes in key order; see the module docstring for the replay order."""
+
+    __slots__ = ("_keys", "_ranges", "_values")
+
+    def __init__(self) -> None:
+        self._values: dict[bytes, bytes | None] = {}
+        self._keys: list[bytes] = []
+        self._ranges: list[RangeDelete] = []
+
+    def __len__(self) -> int:
+        """How many changelog records replaying the buffer takes."""
+        return len(self._values) + len(self._ranges)
+
+    def __bool__(self) -> bool:
+        return bool(self._values) or bool(self._ranges)
+
+    @property
+    def range_deletes(self) -> list[RangeDelete]:
+        return list(self._ranges)
+
+    def items(self) -> list[tuple[bytes, bytes | None]]:
+        """Buffered keys in key order with their value (None: tombstone)."""
+        values = self._values
+        return [(key, values[key]) for key in self._keys]
+
+    # ---- writing -------------------------------------------------------------------------
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        values = self._values
+        if key not in values:
+            bisect.insort(self._keys, key)
+        values[key] = value
+
+    def delete_range(self, from_key: bytes | None, to_key: bytes | None) -> None:
+        begin = from_key if from_key is not None else b""
+        if to_key is not None and to_key <= begin:
+            return
+        keys = self._keys
+        lo = bisect.bisect_left(keys, begin)
+        hi = len(keys) if to_key is None else bisect.bisect_left(keys, to_key)
+        for key in keys[lo:hi]:
+            del self._values[key]
+        del keys[lo:hi]
+        self._ranges.append((begin, to_key))
+
+    def absorb(self, newer: WriteBuffer) -> None:
+        """Lay ``newer``'s writes over this buffer's (as if they were issued here)."""
+        for begin, end in newer._ranges:
+            self.delete_range(begin, end)
+        for key, value in newer.items():
+            self.put(key, value)
+
+    def clear(self) -> None:
+        self._values.clear()
+        self._keys.clear()
+        self._ranges.clear()
+
+    # ---- reading -------------------------------------------------------------------------
+
+    def covered(self, key: bytes) -> bool:
+        """Whether a buffered range delete hides ``key`` in the store below."""
+        return _in_ranges(key, self._ranges)
+
+    def lookup(self, key: bytes) -> tuple[bool, bytes | None]:
+        """``(True, value)`` if the buffer decides what ``key`` reads (value None: deleted),
+        ``(False, None)`` if the store below does."""
+        values = self._values
+        if key in values:
+            return True, values[key]
+        if self._ranges and self.covered(key):
+            return True, None
+        return False, None
+
+    def overlay(
+        self,
+        below: Iterator[tuple[bytes, bytes]],
+        from_key: bytes | None,
+        to_key: bytes | None,
+        reverse: bool = False,
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """Entries of ``below`` (a scan of the same bounds, in the same direction) with this
+        buffer's writes laid over them. The buffer's part is copied now, so writes made while
+        the result is consumed do not disturb it."""
+        keys = self._keys
+        lo = 0 if from_key is None else bisect.bisect_left(keys, from_key)
+        hi = len(keys) if to_key is None else bisect.bisect_right(keys, to_key)
+        if lo >= hi and not self._ranges:
+            return below
+        values = self._values
+        mine = [(key, values[key]) for key in keys[lo:hi]]
+        if reverse:
+            mine.reverse()
+        return _merge(below, mine, set(keys[lo:hi]), list(self._ranges), reverse)
+
+
+def _in_ranges(key: bytes, ranges: list[RangeDelete]) -> bool:
+    return any(begin <= key and (end is None or key < end) for begin, end in ranges)
+
+
+def _merge(
+    below: Iterator[tuple[bytes, bytes]],
+    mine: list[tuple[bytes, bytes | None]],
+    shadowed: set[bytes],
+    ranges: list[RangeDelete],
+    reverse: bool,
+) -> Iterator[tuple[bytes, bytes]]:
+    def visible(key: bytes) -> bool:
+        return key not in shadowed and not _in_ranges(key, ranges)
+
+    index, count = 0, len(mine)
+    for key, value in below:
+        if not visible(key):
+            continue
+        while index < count:
+            own_key, own_value = mine[index]
+            if (own_key > key) if reverse else (own_key < key):
+                index += 1
+                if own_value is not None:
+                    yield own_key, own_value
+            else:
+                break
+        yield key, value
+    for own_key, own_value in mine[index:]:
+        if own_value is not None:
+            yield own_key, own_value

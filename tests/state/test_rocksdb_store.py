@@ -1,0 +1,165 @@
+"""What only the RocksDB store has: files, the one-process lock, checkpoints, task layout."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import streamtide.state.rocksdb as rocksdb_module
+from streamtide import Consumed, Materialized, Processor, Serdes, StreamsBuilder, StreamsConfig
+from streamtide.dsl.params import DEFAULT_STORE_TYPE
+from streamtide.errors import StoreError
+from streamtide.processor.topology import Topology
+from streamtide.record import Record
+from streamtide.state import RocksDBKeyValueBytesStore, Stores
+from streamtide.state.changelogging import ChangeLoggingKeyValueBytesStore
+from streamtide.testing import TopologyTestDriver
+
+
+def test_data_survives_close_and_reopen(tmp_path: Path) -> None:
+    store = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+    assert store.created_fresh
+    store.put_all([(b"a", b"1"), (b"b", b"2")])
+    store.close()
+    again = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+    assert not again.created_fresh
+    assert list(again.all()) == [(b"a", b"1"), (b"b", b"2")]
+    again.close()
+
+
+def test_a_second_open_in_this_process_fails_clearly(tmp_path: Path) -> None:
+    store = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+    try:
+        with pytest.raises(StoreError, match="one process"):
+            RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+    finally:
+        store.close()
+    RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db").close()  # lock released
+
+
+def test_another_process_cannot_open_an_open_database(tmp_path: Path) -> None:
+    store = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+    code = (
+        "import sys; from streamtide.state import RocksDBKeyValueBytesStore as R\n"
+        "from streamtide.errors import StoreError\n"
+        "try:\n    R('s').open_standalone(sys.argv[1])\nexcept StoreError:\n    sys.exit(3)\n"
+    )
+    try:
+        result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "db")], timeout=60)
+        assert result.returncode == 3
+    finally:
+        store.close()
+
+
+def test_unfinished_iterators_do_not_keep_the_database_locked(tmp_path: Path) -> None:
+    store = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+    store.put_all([(bytes([i]), b"v") for i in range(10)])
+    started = store.range(None, None)
+    next(started)
+    never_started = store.prefix_scan(b"")
+    store.clear()  # reopens: must not trip over its own lock
+    store.put(b"x", b"1")
+    kept = store.range(None, None, reverse=True)
+    next(kept)
+    store.close()
+    again = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+    assert list(again.all()) == [(b"x", b"1")]
+    assert list(started) == list(never_started) == list(kept) == []
+    again.close()
+
+
+def test_put_all_writes_in_several_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rocksdb_module, "WRITE_BATCH_SIZE", 7)
+    store = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+    store.put_all(
+        [(b"%03d" % i, b"v") for i in range(50)] + [(b"%03d" % i, None) for i in range(0, 50, 2)]
+    )
+    assert [k for k, _ in store.all()] == [b"%03d" % i for i in range(1, 50, 2)]
+    store.close()
+
+
+def test_unbounded_delete_range_removes_the_last_key(tmp_path: Path) -> None:
+    store = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+    store.put_all([(b"a", b"1"), (b"b", b"2"), (b"\xff\xff", b"3")])
+    store.delete_range(b"b", None)
+    assert list(store.all()) == [(b"a", b"1")]
+    store.delete_range(None, None)
+    assert list(store.all()) == []
+    store.close()
+
+
+def test_clear_drops_files_and_reopens(tmp_path: Path) -> None:
+    store = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+    store.put_all([(b"%d" % i, b"v" * 100) for i in range(1000)])
+    store.clear()
+    assert store.is_open and list(store.all()) == []
+    store.put(b"x", b"y")
+    assert store.get(b"x") == b"y"
+    store.close()
+
+
+def test_checkpoint_then_replace(tmp_path: Path) -> None:
+    source = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "src")
+    source.put_all([(b"a", b"1"), (b"b", b"2")])
+    source.checkpoint_to(tmp_path / "ckpt")
+    source.put(b"c", b"3")  # after the checkpoint: not in it
+    source.close()
+    target = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "dst")
+    target.put(b"z", b"old")
+    target.replace_with(tmp_path / "ckpt")
+    assert list(target.all()) == [(b"a", b"1"), (b"b", b"2")]
+    target.close()
+
+
+class _Count(Processor):
+    def init(self, context):  # type: ignore[no-untyped-def]
+        super().init(context)
+        self.store = context.get_state_store("counts")
+
+    def process(self, record: Record) -> None:
+        self.store.put(record.key, (self.store.get(record.key) or 0) + 1)
+
+
+def _counting_topology() -> Topology:
+    topology = Topology()
+    topology.add_source("src", "in", key_serde=Serdes.string(), value_serde=Serdes.string())
+    topology.add_processor("count", _Count, "src")
+    builder = Stores.key_value_store_builder(
+        Stores.persistent_key_value_store("counts"), Serdes.string(), Serdes.int()
+    )
+    topology.add_state_store(builder, "count")
+    return topology
+
+
+def test_persistent_store_lives_in_the_task_directory(tmp_path: Path) -> None:
+    config = StreamsConfig(application_id="app")
+    with TopologyTestDriver(_counting_topology(), config, state_dir=tmp_path) as driver:
+        source = driver.create_input_topic("in", Serdes.string(), Serdes.string())
+        for key in ["a", "b", "a"]:
+            source.pipe_input(key, "x", timestamp=1)
+        store = driver.get_key_value_store("counts")
+        assert list(store.all()) == [("a", 2), ("b", 1)]
+        assert isinstance(store.inner, ChangeLoggingKeyValueBytesStore)
+        assert isinstance(store.inner.inner, RocksDBKeyValueBytesStore)
+        assert (tmp_path / "app" / "0_0" / "counts" / "CURRENT").exists()
+    reopened = RocksDBKeyValueBytesStore("counts").open_standalone(
+        tmp_path / "app" / "0_0" / "counts"
+    )
+    assert reopened.get(b"a") == Serdes.int().serialize(2)  # committed data, lock released
+    reopened.close()
+
+
+def test_dsl_stores_default_to_rocksdb() -> None:
+    assert DEFAULT_STORE_TYPE == "rocksdb"
+    builder = StreamsBuilder()
+    builder.stream("in", Consumed.with_(Serdes.string(), Serdes.string())).group_by_key().count(
+        Materialized.as_("n")
+    )
+    with TopologyTestDriver(builder.build()) as driver:
+        driver.create_input_topic("in", Serdes.string(), Serdes.string()).pipe_input("k", "v")
+        store = driver.get_key_value_store("n")
+        assert isinstance(store.inner.inner, RocksDBKeyValueBytesStore)
+        assert store.get("k") == 1
