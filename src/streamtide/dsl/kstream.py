@@ -285,3 +285,29 @@ class KStream:
             grouped.name,
             True,
         )
+
+    # ---- deduplication (KIP-655; see dsl/deduplicate.py) ---------------------------------
+
+    def deduplicate_by_key(self, interval: Any, deduplicated: Any = None) -> KStream:
+        """Drop a record if one with the same key was forwarded within ``interval``."""
+        from streamtide.dsl.deduplicate import deduplicate_by_key
+
+        return deduplicate_by_key(self, interval, deduplicated)
+
+    def deduplicate_by_key_value(
+        self, id_selector: Callable[[Any, Any], Any], interval: Any, deduplicated: Any = None
+    ) -> KStream:
+        """Drop a record if one with the same key and ``id_selector(key, value)`` was
+        forwarded within ``interval``."""
+        from streamtide.dsl.deduplicate import deduplicate_by_key_value
+
+        return deduplicate_by_key_value(self, id_selector, interval, deduplicated)
+
+    def deduplicate(
+        self, id_selector: Callable[[Any, Any], Any], interval: Any, deduplicated: Any = None
+    ) -> KStream:
+        """Drop a record if one with the same ``id_selector(key, value)`` was forwarded
+        within ``interval`` in any partition (repartitions by the id first)."""
+        from streamtide.dsl.deduplicate import deduplicate
+
+        return deduplicate(self, id_selector, interval, deduplicated)
