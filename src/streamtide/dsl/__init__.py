@@ -2,6 +2,7 @@
 
 from streamtide.dsl.branched import BranchedKStream
 from streamtide.dsl.builder import StreamsBuilder
+from streamtide.dsl.deduplicate import Deduplicated
 from streamtide.dsl.kgrouped import KGroupedStream
 from streamtide.dsl.kstream import KStream
 from streamtide.dsl.ktable import KTable
@@ -13,10 +14,13 @@ from streamtide.dsl.params import (
     Produced,
     Repartitioned,
 )
+from streamtide.dsl.windowed import SessionMerger, SessionWindowedKStream, TimeWindowedKStream
+from streamtide.dsl.windows import SessionWindows, TimeWindows
 
 __all__ = [
     "BranchedKStream",
     "Consumed",
+    "Deduplicated",
     "Grouped",
     "KGroupedStream",
     "KStream",
@@ -25,5 +29,10 @@ __all__ = [
     "Named",
     "Produced",
     "Repartitioned",
+    "SessionMerger",
+    "SessionWindowedKStream",
+    "SessionWindows",
     "StreamsBuilder",
+    "TimeWindowedKStream",
+    "TimeWindows",
 ]

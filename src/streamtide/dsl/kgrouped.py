@@ -152,3 +152,10 @@ class KGroupedStream:
         ensure_callable(initializer, "initializer")
         ensure_callable(aggregator, "aggregator")
         return self._aggregate(materialized, named, initializer, aggregator, None)
+
+    def windowed_by(self, windows: Any) -> Any:
+        """Aggregate per window: ``TimeWindows`` give a ``TimeWindowedKStream``,
+        ``SessionWindows`` a ``SessionWindowedKStream``."""
+        from streamtide.dsl.windowed import windowed_stream
+
+        return windowed_stream(self, windows)

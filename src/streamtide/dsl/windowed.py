@@ -1,0 +1,299 @@
+"""Windowed grouped streams: ``KGroupedStream.windowed_by(TimeWindows | SessionWindows)``.
+
+Every operation returns a ``KTable`` keyed by ``Windowed(key, Window(start, end))`` whose store
+is a window store (time windows) or a session store (session windows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from streamtide.dsl.ktable import KTable
+from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
+from streamtide.dsl.windowed_processors import (
+    NO_INITIALIZER,
+    SessionWindowAggregateProcessor,
+    SessionWindowDistinctProcessor,
+    TimeWindowAggregateProcessor,
+    TimeWindowDistinctProcessor,
+)
+from streamtide.dsl.windows import DEFAULT_RETENTION_MS, SessionWindows, TimeWindows
+from streamtide.errors import TopologyError
+from streamtide.processor.api import Processor, StoreBuilder
+from streamtide.serde import Serde, Serdes
+from streamtide.state.session_store import SessionStoreBuilder
+from streamtide.state.stores import KeyValueBytesStoreSupplier
+from streamtide.state.window_store import WindowStoreBuilder
+
+if TYPE_CHECKING:
+    from streamtide.dsl.kgrouped import KGroupedStream
+
+#: ``merger(key, aggregate1, aggregate2) -> aggregate``: combines two sessions' aggregates.
+SessionMerger = Callable[[Any, Any, Any], Any]
+
+_AGGREGATE = "KSTREAM-AGGREGATE-"
+_REDUCE = "KSTREAM-REDUCE-"
+_DISTINCT = "KSTREAM-DISTINCT-"
+
+
+def windowed_stream(
+    grouped: KGroupedStream, windows: TimeWindows | SessionWindows
+) -> TimeWindowedKStream | SessionWindowedKStream:
+    if isinstance(windows, TimeWindows):
+        return TimeWindowedKStream(grouped, windows)
+    if isinstance(windows, SessionWindows):
+        return SessionWindowedKStream(grouped, windows)
+    raise TypeError(f"windowed_by() needs TimeWindows or SessionWindows, got {windows!r}")
+
+
+class _WindowedKStream:
+    """What both kinds share: naming, serdes, store registration, the resulting table."""
+
+    def __init__(self, grouped: KGroupedStream) -> None:
+        self.grouped = grouped
+        self.builder = grouped.builder
+
+    def _build(
+        self,
+        prefix: str,
+        materialized: Materialized,
+        named: Named | str | None,
+        value_serde: Serde | None,
+        make_store: Callable[[KeyValueBytesStoreSupplier, Serde | None, Serde | None], Any],
+        make_processor: Callable[[str, bool], Processor],
+    ) -> KTable:
+        store_name = materialized.store_name or self.builder.new_name(f"{prefix}STATE-STORE-")
+        source = self.grouped.source_for(store_name)
+        node = named_of(named) or self.builder.new_name(prefix)
+        key_serde = materialized.key_serde or self.grouped.key_serde
+        value_serde = materialized.value_serde or value_serde
+        supplier = KeyValueBytesStoreSupplier(store_name, materialized.resolved_store_type())
+        store: StoreBuilder = make_store(supplier, key_serde, value_serde)
+        if not materialized.logging_enabled:
+            store.with_logging_disabled()  # type: ignore[attr-defined]
+        topology = self.builder.topology
+        caching = materialized.caching_enabled
+        topology.add_processor(node, lambda: make_processor(store_name, caching), source.node)
+        topology.add_state_store(store, node)
+        windowed_key_serde = Serdes.windowed(key_serde) if key_serde is not None else None
+        return KTable(self.builder, node, store_name, windowed_key_serde, value_serde)
+
+
+class TimeWindowedKStream(_WindowedKStream):
+    """A grouped stream cut into fixed-size (tumbling or hopping) time windows."""
+
+    def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
+        super().__init__(grouped)
+        self.windows = windows
+
+    def _retention(self, materialized: Materialized) -> int:
+        """``max(size, retention)``; never below the grace period, so no window that still
+        accepts records can have expired (one day, or more when size or grace need it)."""
+        windows = self.windows
+        if materialized.retention is None:
+            return max(windows.size_ms, windows.grace_ms, DEFAULT_RETENTION_MS)
+        if materialized.retention < windows.grace_ms:
+            raise ValueError(
+                f"window store retention ({materialized.retention} ms) must be at least the "
+                f"grace period ({windows.grace_ms} ms): windows still accepting records "
+                "would otherwise be expired"
+            )
+        return max(windows.size_ms, materialized.retention)
+
+    def _store(self, retention: int) -> Callable[..., WindowStoreBuilder]:
+        size = self.windows.size_ms
+        return lambda supplier, ks, vs: WindowStoreBuilder(supplier, size, retention, ks, vs)
+
+    def _aggregate(
+        self,
+        prefix: str,
+        materialized: Materialized | None,
+        named: Named | str | None,
+        initializer: Any,
+        aggregator: Callable[[Any, Any, Any], Any],
+        value_serde: Serde | None,
+    ) -> KTable:
+        materialized = materialized or Materialized()
+        windows = self.windows
+        retention = self._retention(materialized)
+        return self._build(
+            prefix,
+            materialized,
+            named,
+            value_serde,
+            self._store(retention),
+            lambda store, caching: TimeWindowAggregateProcessor(
+                store, windows, initializer, aggregator, caching
+            ),
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Fold each window's values with ``aggregator(key, value, aggregate)``."""
+        ensure_callable(initializer, "initializer")
+        ensure_callable(aggregator, "aggregator")
+        return self._aggregate(_AGGREGATE, materialized, named, initializer, aggregator, None)
+
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Combine each window's values with ``reducer(aggregate, value)``."""
+        ensure_callable(reducer, "reducer")
+        return self._aggregate(
+            _REDUCE,
+            materialized,
+            named,
+            NO_INITIALIZER,
+            lambda _k, v, agg: reducer(agg, v),
+            self.grouped.value_serde,
+        )
+
+    def count(
+        self, materialized: Materialized | None = None, named: Named | str | None = None
+    ) -> KTable:
+        """Number of records per key and window (``Serdes.int()`` values by default)."""
+        return self._aggregate(
+            _AGGREGATE, materialized, named, lambda: 0, lambda _k, _v, n: n + 1, Serdes.int()
+        )
+
+    def distinct(
+        self, materialized: Materialized | None = None, named: Named | str | None = None
+    ) -> KTable:
+        """Only the first record of each key in each window; tumbling windows only."""
+        windows = self.windows
+        if not windows.is_tumbling:
+            raise TopologyError(
+                f"distinct() needs tumbling windows, got {windows!r}: hopping windows overlap, "
+                "so each record falls into several windows and would be emitted once per "
+                "window instead of once; use TimeWindows.of_size(size) without advance_by"
+            )
+        materialized = materialized or Materialized()
+        retention = self._retention(materialized)
+        return self._build(
+            _DISTINCT,
+            materialized,
+            named,
+            self.grouped.value_serde,
+            self._store(retention),
+            lambda store, caching: TimeWindowDistinctProcessor(store, windows, caching),
+        )
+
+
+class SessionWindowedKStream(_WindowedKStream):
+    """A grouped stream cut into per-key sessions of activity."""
+
+    def __init__(self, grouped: KGroupedStream, windows: SessionWindows) -> None:
+        super().__init__(grouped)
+        self.windows = windows
+
+    def _retention(self, materialized: Materialized) -> int:
+        """``Materialized.with_retention`` if given, else ``SessionWindows.until``; >= gap."""
+        if materialized.retention is None:
+            return self.windows.retention_ms
+        if materialized.retention < self.windows.gap_ms:
+            raise ValueError(
+                f"session store retention ({materialized.retention} ms) must be at least the "
+                f"inactivity gap ({self.windows.gap_ms} ms)"
+            )
+        return materialized.retention
+
+    def _aggregate(
+        self,
+        prefix: str,
+        materialized: Materialized | None,
+        named: Named | str | None,
+        initializer: Any,
+        aggregator: Callable[[Any, Any, Any], Any],
+        merger: SessionMerger,
+        value_serde: Serde | None,
+    ) -> KTable:
+        materialized = materialized or Materialized()
+        windows = self.windows
+        retention = self._retention(materialized)
+        return self._build(
+            prefix,
+            materialized,
+            named,
+            value_serde,
+            lambda supplier, ks, vs: SessionStoreBuilder(supplier, retention, ks, vs),
+            lambda store, caching: SessionWindowAggregateProcessor(
+                store, windows, retention, initializer, aggregator, merger, caching
+            ),
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        session_merger: SessionMerger,
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Fold each session's values with ``aggregator(key, value, aggregate)``; when
+        sessions merge, combine their aggregates with ``session_merger(key, agg1, agg2)``."""
+        ensure_callable(initializer, "initializer")
+        ensure_callable(aggregator, "aggregator")
+        ensure_callable(session_merger, "session merger")
+        return self._aggregate(
+            _AGGREGATE, materialized, named, initializer, aggregator, session_merger, None
+        )
+
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Combine each session's values with ``reducer(aggregate, value)`` (also used to
+        merge two sessions' aggregates)."""
+        ensure_callable(reducer, "reducer")
+        return self._aggregate(
+            _REDUCE,
+            materialized,
+            named,
+            NO_INITIALIZER,
+            lambda _k, v, agg: reducer(agg, v),
+            lambda _k, a, b: reducer(a, b),
+            self.grouped.value_serde,
+        )
+
+    def count(
+        self, materialized: Materialized | None = None, named: Named | str | None = None
+    ) -> KTable:
+        """Number of records per key and session (``Serdes.int()`` values by default)."""
+        return self._aggregate(
+            _AGGREGATE,
+            materialized,
+            named,
+            lambda: 0,
+            lambda _k, _v, n: n + 1,
+            lambda _k, a, b: a + b,
+            Serdes.int(),
+        )
+
+    def distinct(
+        self, materialized: Materialized | None = None, named: Named | str | None = None
+    ) -> KTable:
+        """Only the record that starts each new session; records joining a session drop."""
+        materialized = materialized or Materialized()
+        windows = self.windows
+        retention = self._retention(materialized)
+        return self._build(
+            _DISTINCT,
+            materialized,
+            named,
+            self.grouped.value_serde,
+            lambda supplier, ks, vs: SessionStoreBuilder(supplier, retention, ks, vs),
+            lambda store, caching: SessionWindowDistinctProcessor(
+                store, windows, retention, caching
+            ),
+        )

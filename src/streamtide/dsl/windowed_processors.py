@@ -1,0 +1,187 @@
+"""The processors behind windowed aggregations and windowed ``distinct``.
+
+Each emits ``Windowed(key, window)`` table updates through the record cache (``EmitCache``).
+Records with a None key or value are dropped and counted in ``dropped-records``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streamtide.dsl.cache import EmitCache
+from streamtide.dsl.windows import SessionWindows, TimeWindows
+from streamtide.processor.api import Processor, ProcessorContext
+from streamtide.record import Record
+from streamtide.window import Window, Windowed
+
+#: ``reduce`` has no initializer: the first value is the aggregate.
+NO_INITIALIZER: Any = object()
+
+Aggregator = Callable[[Any, Any, Any], Any]
+Merger = Callable[[Any, Any, Any], Any]
+
+
+class _WindowedProcessor(Processor):
+    """Store and cache lookup shared by the windowed processors."""
+
+    def __init__(self, store_name: str, caching_allowed: bool) -> None:
+        self.store_name = store_name
+        self.caching_allowed = caching_allowed
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.store = context.get_state_store(self.store_name)
+        self.cache = EmitCache(context, self.caching_allowed)
+
+    def _accept(self, record: Record) -> bool:
+        if record.key is None or record.value is None:
+            self.context.metrics.increment("dropped-records")
+            return False
+        return True
+
+    def _emit(self, record: Record, key: Windowed, value: Any, timestamp: int) -> None:
+        self.cache.emit(Record(key, value, timestamp, record.headers))
+
+
+class TimeWindowAggregateProcessor(_WindowedProcessor):
+    """Adds each record to every window containing it that still accepts records.
+
+    A window accepts records while ``end > stream_time - grace``; for every window that no
+    longer does, the record is dropped for it and counted in ``dropped-records``.
+    """
+
+    def __init__(
+        self,
+        store_name: str,
+        windows: TimeWindows,
+        initializer: Callable[[], Any] | Any,
+        aggregator: Aggregator,
+        caching_allowed: bool,
+    ) -> None:
+        super().__init__(store_name, caching_allowed)
+        self.windows = windows
+        self.initializer = initializer
+        self.aggregator = aggregator
+
+    def process(self, record: Record) -> None:
+        if not self._accept(record):
+            return
+        key, value = record.key, record.value
+        closed_before = self.context.current_stream_time_ms() - self.windows.grace_ms
+        for window in self.windows.windows_for(record.timestamp):
+            if window.end <= closed_before:
+                self.context.metrics.increment("dropped-records")
+                continue
+            old = self.store.get(key, window.start)
+            if old is not None:
+                new = self.aggregator(key, value, old)
+            elif self.initializer is NO_INITIALIZER:
+                new = value
+            else:
+                new = self.aggregator(key, value, self.initializer())
+            self.store.put(key, window.start, new)
+            self._emit(record, Windowed(key, window), new, record.timestamp)
+
+
+class TimeWindowDistinctProcessor(_WindowedProcessor):
+    """Forwards only the first record of each (key, tumbling window); drops the rest."""
+
+    def __init__(self, store_name: str, windows: TimeWindows, caching_allowed: bool) -> None:
+        super().__init__(store_name, caching_allowed)
+        self.windows = windows
+
+    def process(self, record: Record) -> None:
+        if not self._accept(record):
+            return
+        (window,) = self.windows.windows_for(record.timestamp)
+        if window.end <= self.context.current_stream_time_ms() - self.windows.grace_ms:
+            self.context.metrics.increment("dropped-records")
+            return
+        if self.store.get(record.key, window.start) is not None:
+            return
+        self.store.put(record.key, window.start, record.value)
+        self._emit(record, Windowed(record.key, window), record.value, record.timestamp)
+
+
+class SessionWindowAggregateProcessor(_WindowedProcessor):
+    """Merges each record with the key's sessions within the gap into one session.
+
+    For a record at ``t``: the stored sessions with ``end >= t - gap`` and ``start <= t + gap``
+    are merged (aggregates combined with the merger, in end-then-start order, starting from
+    the initializer) and the record is aggregated into the result. Merged sessions whose window
+    differs from the new one are removed and emitted as tombstones, oldest first; then the new
+    session is stored and emitted (with its end as timestamp). A session already expired when
+    it is created (late data) is emitted but not stored.
+    """
+
+    def __init__(
+        self,
+        store_name: str,
+        windows: SessionWindows,
+        retention_ms: int,
+        initializer: Callable[[], Any] | Any,
+        aggregator: Aggregator,
+        merger: Merger,
+        caching_allowed: bool,
+    ) -> None:
+        super().__init__(store_name, caching_allowed)
+        self.gap = windows.gap_ms
+        self.retention_ms = retention_ms
+        self.initializer = initializer
+        self.aggregator = aggregator
+        self.merger = merger
+
+    def process(self, record: Record) -> None:
+        if not self._accept(record):
+            return
+        key, value, t = record.key, record.value, record.timestamp
+        merged = self.store.find_sessions(key, t - self.gap, t + self.gap)
+        start = end = t
+        agg = NO_INITIALIZER if self.initializer is NO_INITIALIZER else self.initializer()
+        for session, session_agg in merged:
+            start = min(start, session.window.start)
+            end = max(end, session.window.end)
+            agg = session_agg if agg is NO_INITIALIZER else self.merger(key, agg, session_agg)
+        agg = value if agg is NO_INITIALIZER else self.aggregator(key, value, agg)
+        new = Windowed(key, Window(start, end))
+        for session, _ in merged:
+            if session.window != new.window:
+                self.store.remove(session)
+                self._emit(record, session, None, session.window.end)
+        if end >= self.context.current_stream_time_ms() - self.retention_ms:
+            self.store.put(new, agg)
+        self._emit(record, new, agg, end)
+
+
+class SessionWindowDistinctProcessor(_WindowedProcessor):
+    """Forwards only a record that starts a new session; records that fall into or merge
+    with an existing session are dropped (the session still grows, so later records keep
+    merging). A merged session keeps the value of the merged session that ended first."""
+
+    def __init__(
+        self, store_name: str, windows: SessionWindows, retention_ms: int, caching_allowed: bool
+    ) -> None:
+        super().__init__(store_name, caching_allowed)
+        self.gap = windows.gap_ms
+        self.retention_ms = retention_ms
+
+    def process(self, record: Record) -> None:
+        if not self._accept(record):
+            return
+        key, t = record.key, record.timestamp
+        merged = self.store.find_sessions(key, t - self.gap, t + self.gap)
+        if not merged:
+            new = Windowed(key, Window(t, t))
+            if t >= self.context.current_stream_time_ms() - self.retention_ms:
+                self.store.put(new, record.value)
+            self._emit(record, new, record.value, t)
+            return
+        start = min(t, *(s.window.start for s, _ in merged))
+        end = max(t, *(s.window.end for s, _ in merged))
+        window = Window(start, end)
+        if len(merged) == 1 and merged[0][0].window == window:
+            return  # inside an existing session: nothing changes
+        for session, _ in merged:
+            self.store.remove(session)
+        self.store.put(Windowed(key, window), merged[0][1])

@@ -1,0 +1,106 @@
+"""Window specifications for ``KGroupedStream.windowed_by``: time windows and session windows.
+
+Both are immutable: every ``with``-style method returns a new object, so a shared instance is
+never changed by accident. Durations accept a ``timedelta`` or int milliseconds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from streamtide.time import Duration, to_millis
+from streamtide.window import Window
+
+#: How long windows and sessions are kept when nothing else is said: one day.
+DEFAULT_RETENTION_MS = 86_400_000
+
+
+def _positive(duration: Duration, name: str) -> int:
+    ms = to_millis(duration, name)
+    if ms <= 0:
+        raise ValueError(f"{name} must be positive, got {ms} ms")
+    return ms
+
+
+@dataclass(frozen=True)
+class TimeWindows:
+    """Fixed-size windows ``[start, start + size)`` aligned to the epoch.
+
+    Tumbling when ``advance == size`` (each record falls into exactly one window), hopping when
+    ``advance < size`` (a record falls into ``size / advance`` overlapping windows). A window
+    accepts records while ``window.end > stream_time - grace``; later records are dropped.
+    """
+
+    size_ms: int
+    advance_ms: int
+    grace_ms: int = 0
+
+    @classmethod
+    def of_size(cls, size: Duration) -> TimeWindows:
+        """Tumbling windows of ``size`` (> 0)."""
+        ms = _positive(size, "window size")
+        return cls(ms, ms, 0)
+
+    def advance_by(self, advance: Duration) -> TimeWindows:
+        """Hopping windows that start every ``advance`` (0 < advance <= size)."""
+        ms = to_millis(advance, "window advance")
+        if not 0 < ms <= self.size_ms:
+            raise ValueError(
+                f"window advance must be positive and at most the window size "
+                f"({self.size_ms} ms), got {ms} ms"
+            )
+        return replace(self, advance_ms=ms)
+
+    def grace(self, grace: Duration) -> TimeWindows:
+        """Accept out-of-order records for ``grace`` after a window's end (default 0)."""
+        ms = to_millis(grace, "grace period")
+        if ms < 0:
+            raise ValueError(f"grace period must not be negative, got {ms} ms")
+        return replace(self, grace_ms=ms)
+
+    @property
+    def is_tumbling(self) -> bool:
+        return self.advance_ms == self.size_ms
+
+    def windows_for(self, timestamp: int) -> list[Window]:
+        """Every window containing ``timestamp``, by ascending start (none starts before 0)."""
+        size, step = self.size_ms, self.advance_ms
+        last_start = timestamp - timestamp % step
+        first = max(0, timestamp - size + 1)
+        first_start = -(-first // step) * step  # round up to a multiple of the advance
+        return [Window(s, s + size) for s in range(first_start, last_start + 1, step)]
+
+    def __repr__(self) -> str:
+        kind = "tumbling" if self.is_tumbling else f"hopping by {self.advance_ms} ms"
+        return f"TimeWindows(size={self.size_ms} ms, {kind}, grace={self.grace_ms} ms)"
+
+
+@dataclass(frozen=True)
+class SessionWindows:
+    """Sessions of activity separated by at least ``gap`` of inactivity, per key.
+
+    ``retention`` bounds how long a session is kept after its end (so late records can still
+    merge into it); it must be at least the gap.
+    """
+
+    gap_ms: int
+    retention_ms: int = DEFAULT_RETENTION_MS
+
+    @classmethod
+    def with_inactivity_gap(cls, gap: Duration) -> SessionWindows:
+        """Sessions closed by ``gap`` (> 0) without records; retention one day or the gap."""
+        ms = _positive(gap, "inactivity gap")
+        return cls(ms, max(ms, DEFAULT_RETENTION_MS))
+
+    def until(self, retention: Duration) -> SessionWindows:
+        """Keep sessions for ``retention`` of stream time after their end (>= the gap)."""
+        ms = to_millis(retention, "session retention")
+        if ms < self.gap_ms:
+            raise ValueError(
+                f"session retention ({ms} ms) must be at least the inactivity gap "
+                f"({self.gap_ms} ms): a shorter one would expire sessions that can still merge"
+            )
+        return replace(self, retention_ms=ms)
+
+    def __repr__(self) -> str:
+        return f"SessionWindows(gap={self.gap_ms} ms, retention={self.retention_ms} ms)"

@@ -1,0 +1,125 @@
+"""Time segments laid out inside one ordered bytes store (shared by window and session stores).
+
+A segmented store keeps every entry under a key that begins with its segment id, an 8-byte
+order-preserving encoding of ``time // segment_interval``. All entries of a segment are thus
+contiguous, and expiring segments is a single range delete on the inner store: no side
+structure exists that a restore from the changelog would have to rebuild.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Iterator
+
+from streamtide.state.api import KeyValueBytesStore
+
+NUM_SEGMENTS = 3
+MIN_SEGMENT_INTERVAL_MS = 60_000
+
+_U64 = struct.Struct(">Q")
+_U32 = struct.Struct(">I")
+_BIAS = 1 << 63
+
+
+def encode_long(value: int) -> bytes:
+    """8 bytes whose unsigned order is the signed order of ``value``."""
+    return _U64.pack(value + _BIAS)
+
+
+def decode_long(data: bytes, offset: int = 0) -> int:
+    return _U64.unpack_from(data, offset)[0] - _BIAS
+
+
+def encode_key(key: bytes) -> bytes:
+    """A length-prefixed key, so that one key's entries never mix with a longer key's."""
+    return _U32.pack(len(key)) + key
+
+
+def decode_key(data: bytes, offset: int) -> tuple[bytes, int]:
+    """The key at ``offset`` and the offset just after it."""
+    length = _U32.unpack_from(data, offset)[0]
+    start = offset + 4
+    return data[start : start + length], start + length
+
+
+def segment_interval(retention_ms: int, num_segments: int = NUM_SEGMENTS) -> int:
+    """``max(retention // (num_segments - 1), 60 s)``: the time span of one segment."""
+    return max(retention_ms // (num_segments - 1), MIN_SEGMENT_INTERVAL_MS)
+
+
+class Segments:
+    """Segment arithmetic and whole-segment expiry over one bytes store.
+
+    ``live_from()`` is the oldest time still kept: ``stream_time - retention`` (shifted by the
+    caller's ``horizon`` for stores indexed by something other than the expiring time).
+    """
+
+    def __init__(
+        self,
+        inner: KeyValueBytesStore,
+        retention_ms: int,
+        stream_time: Callable[[], int],
+        horizon_ms: int = 0,
+    ) -> None:
+        self.inner = inner
+        self.retention_ms = retention_ms
+        self.interval = segment_interval(retention_ms)
+        self._stream_time = stream_time
+        self._horizon = horizon_ms
+        self._dropped_below: int | None = None  # a cache only: recomputed after every open
+        self._max_time: int | None = None  # newest indexed time seen (lazily read back)
+
+    def segment_id(self, time: int) -> int:
+        return time // self.interval
+
+    def prefix(self, segment: int) -> bytes:
+        return encode_long(segment)
+
+    def scan(self, segment: int) -> Iterator[tuple[bytes, bytes]]:
+        """Every entry of one segment, in key order (a bounded range, cheap on any store)."""
+        return self.inner.range(self.prefix(segment), self.prefix(segment + 1))
+
+    def live_from(self) -> int:
+        """Entries indexed before this time are expired (never returned, never stored)."""
+        return self._stream_time() - self.retention_ms - self._horizon
+
+    def is_live(self, time: int) -> bool:
+        return time >= self.live_from()
+
+    def note_time(self, time: int) -> None:
+        """Remember the newest indexed time, so lookups know which segments may exist."""
+        newest = self.newest_time()
+        if time > newest:
+            self._max_time = time
+
+    def newest_time(self) -> int:
+        """The newest time that may be indexed: stream time, or a later one that was put."""
+        if self._max_time is None:
+            last = next(iter(self.inner.range(None, None, reverse=True)), None)
+            self._max_time = -1
+            if last is not None:
+                # the highest segment's last instant bounds every time stored in it
+                self._max_time = (decode_long(last[0]) + 1) * self.interval - 1
+        return max(self._max_time, self._stream_time())
+
+    def live_segments(self, from_time: int, to_time: int | None = None) -> range:
+        """Ids of the segments that may hold live entries indexed in ``[from_time, to_time]``."""
+        newest = self.newest_time()
+        upper = newest if to_time is None else min(to_time, newest)
+        lower = max(from_time, self.live_from())
+        if upper < lower:
+            return range(0)
+        return range(self.segment_id(lower), self.segment_id(upper) + 1)
+
+    def drop_expired(self) -> bool:
+        """Delete every segment whose entries are all expired, with one range delete (issued
+        only when such an entry exists); return whether anything was deleted."""
+        below = self.segment_id(self.live_from())
+        if self._dropped_below is not None and below <= self._dropped_below:
+            return False
+        self._dropped_below = below
+        bound = self.prefix(below)
+        if next(iter(self.inner.range(None, bound)), None) is None:
+            return False
+        self.inner.delete_range(None, bound)
+        return True

@@ -1,0 +1,209 @@
+"""The window store: one value per (key, window start) for fixed-size time windows.
+
+Layout inside one ordered ``KeyValueBytesStore``::
+
+    segment(start) | len(key) | key | start  ->  serialized value
+
+with ``segment(start) = start // segment_interval`` and 8-byte order-preserving longs (the key
+length is 4 bytes). A key's windows in one segment are contiguous and ordered by start, and a
+whole segment is expired with one range of deletes. All state is in the inner store.
+
+A window ``[start, start + size)`` is kept for ``retention`` after its end: it is expired once
+``start + size < stream_time - retention``; expired windows are never returned nor stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from streamtide.errors import StoreError
+from streamtide.processor.api import StateStore, StateStoreContext
+from streamtide.serde import Serde
+from streamtide.state.api import KeyValueBytesStore
+from streamtide.state.segments import (
+    Segments,
+    decode_key,
+    decode_long,
+    encode_key,
+    encode_long,
+)
+from streamtide.state.stores import KeyValueBytesStoreSupplier
+from streamtide.window import Window, Windowed
+
+_MAX_LONG = (1 << 63) - 1
+_MIN_LONG = -(1 << 63)
+
+
+class WindowStore(StateStore):
+    """Values of fixed-size windows per key (see the module docstring for the layout)."""
+
+    kind = "window"
+
+    def __init__(
+        self,
+        inner: KeyValueBytesStore,
+        window_size_ms: int,
+        retention_ms: int,
+        key_serde: Serde | None = None,
+        value_serde: Serde | None = None,
+    ) -> None:
+        if window_size_ms <= 0:
+            raise ValueError(f"window size must be positive, got {window_size_ms}")
+        if retention_ms < 0:
+            raise ValueError(f"window store retention must not be negative, got {retention_ms}")
+        self.name = inner.name
+        self.inner = inner
+        self.persistent = inner.persistent
+        self.window_size_ms = window_size_ms
+        self.retention_ms = retention_ms
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self._segments: Segments | None = None
+
+    # ---- lifecycle -----------------------------------------------------------------------
+
+    def init(self, context: StateStoreContext) -> None:
+        self.key_serde = self.key_serde or context.default_key_serde
+        self.value_serde = self.value_serde or context.default_value_serde
+        self.inner.init(context)
+        # segments are indexed by window start, which expires ``size`` earlier than the end
+        self._segments = Segments(
+            self.inner,
+            self.retention_ms,
+            context.current_stream_time_ms,
+            horizon_ms=self.window_size_ms,
+        )
+
+    @property
+    def is_open(self) -> bool:
+        return self.inner.is_open
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    @property
+    def segment_interval(self) -> int:
+        return self._open().interval
+
+    def _open(self) -> Segments:
+        if self._segments is None or not self.inner.is_open:
+            raise StoreError(f"window store {self.name!r} is not open")
+        return self._segments
+
+    # ---- encoding ------------------------------------------------------------------------
+
+    def _key_bytes(self, key: Any) -> bytes:
+        if key is None:
+            raise StoreError(f"window store {self.name!r} does not accept a None key")
+        return self.key_serde.serialize(key)  # type: ignore[union-attr, return-value]
+
+    def _entry_key(self, segments: Segments, key: bytes, start: int) -> bytes:
+        return segments.prefix(segments.segment_id(start)) + encode_key(key) + encode_long(start)
+
+    def _decode(self, raw_key: bytes, raw_value: bytes) -> tuple[Windowed, Any]:
+        key, offset = decode_key(raw_key, 8)
+        start = decode_long(raw_key, offset)
+        window = Window(start, start + self.window_size_ms)
+        value = self.value_serde.deserialize(raw_value)  # type: ignore[union-attr]
+        return Windowed(self.key_serde.deserialize(key), window), value  # type: ignore[union-attr]
+
+    # ---- writes --------------------------------------------------------------------------
+
+    def put(self, key: Any, window_start: int, value: Any) -> None:
+        """Store ``value`` for the window of ``key`` starting at ``window_start``; None deletes.
+
+        Writes to expired windows are ignored.
+        """
+        segments = self._open()
+        raw = self._entry_key(segments, self._key_bytes(key), window_start)
+        if value is None:
+            self.inner.put(raw, None)
+            return
+        segments.drop_expired()
+        if not segments.is_live(window_start):
+            return
+        segments.note_time(window_start)
+        self.inner.put(raw, self.value_serde.serialize(value))  # type: ignore[union-attr]
+
+    # ---- reads ---------------------------------------------------------------------------
+
+    def get(self, key: Any, window_start: int) -> Any:
+        """The value of one window of ``key``, or None (also when the window expired)."""
+        segments = self._open()
+        if not segments.is_live(window_start):
+            return None
+        raw = self.inner.get(self._entry_key(segments, self._key_bytes(key), window_start))
+        return self.value_serde.deserialize(raw)  # type: ignore[union-attr]
+
+    def fetch(
+        self, key: Any, time_from: int = _MIN_LONG, time_to: int = _MAX_LONG
+    ) -> list[tuple[Windowed, Any]]:
+        """The key's live windows whose start is in ``[time_from, time_to]``, by start."""
+        segments = self._open()
+        encoded = encode_key(self._key_bytes(key))
+        low_start = max(time_from, segments.live_from())
+        found = []
+        for segment in segments.live_segments(time_from, time_to):
+            prefix = segments.prefix(segment) + encoded
+            low, high = prefix + encode_long(low_start), prefix + encode_long(time_to)
+            found.extend(self._decode(k, v) for k, v in self.inner.range(low, high))
+        return found
+
+    def fetch_all(
+        self, time_from: int = _MIN_LONG, time_to: int = _MAX_LONG
+    ) -> list[tuple[Windowed, Any]]:
+        """Every key's live windows starting in ``[time_from, time_to]``, ordered by window
+        start, then serialized key."""
+        segments = self._open()
+        low_start = max(time_from, segments.live_from())
+        found = []
+        for segment in segments.live_segments(time_from, time_to):
+            in_segment = []
+            for raw_key, raw_value in segments.scan(segment):
+                _, offset = decode_key(raw_key, 8)
+                if low_start <= decode_long(raw_key, offset) <= time_to:
+                    in_segment.append(self._decode(raw_key, raw_value))
+            in_segment.sort(key=lambda item: item[0].window.start)  # stable: key order stays
+            found.extend(in_segment)
+        return found
+
+    def all(self) -> list[tuple[Windowed, Any]]:
+        """Every live window, ordered by window start, then serialized key."""
+        return self.fetch_all()
+
+    def approximate_num_entries(self) -> int:
+        return self.inner.approximate_num_entries()
+
+
+@dataclass
+class WindowStoreBuilder:
+    """Builds one ``WindowStore`` per task over the supplier's bytes store (changelogged by the
+    supplier unless logging is disabled)."""
+
+    supplier: KeyValueBytesStoreSupplier
+    window_size_ms: int
+    retention_ms: int
+    key_serde: Serde | None = None
+    value_serde: Serde | None = None
+    logging_enabled: bool = True
+
+    @property
+    def name(self) -> str:
+        return self.supplier.name
+
+    def with_logging_disabled(self) -> WindowStoreBuilder:
+        self.logging_enabled = False
+        return self
+
+    def build(self) -> WindowStore:
+        return WindowStore(
+            self.supplier.with_logging(self.logging_enabled).get(),
+            self.window_size_ms,
+            self.retention_ms,
+            self.key_serde,
+            self.value_serde,
+        )
