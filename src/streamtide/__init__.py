@@ -6,6 +6,7 @@ Everything a user needs is importable from here; other modules are internals tha
 from streamtide.config import StreamsConfig
 from streamtide.dsl import (
     Consumed,
+    Deduplicated,
     Grouped,
     KGroupedStream,
     KStream,
@@ -14,7 +15,10 @@ from streamtide.dsl import (
     Named,
     Produced,
     Repartitioned,
+    SessionMerger,
+    SessionWindows,
     StreamsBuilder,
+    TimeWindows,
 )
 from streamtide.errors import (
     ConfigError,
@@ -42,10 +46,20 @@ from streamtide.window import Window, Windowed
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):  # the engine pulls in Spark: import it only when asked for
+    if name == "StreamsApp":
+        from streamtide.engine.app import StreamsApp
+
+        return StreamsApp
+    raise AttributeError(f"module 'streamtide' has no attribute {name!r}")
+
+
 __all__ = [
     "Cancellable",
     "ConfigError",
     "Consumed",
+    "Deduplicated",
     "Grouped",
     "KGroupedStream",
     "KStream",
@@ -64,13 +78,17 @@ __all__ = [
     "Serde",
     "SerdeError",
     "Serdes",
+    "SessionMerger",
+    "SessionWindows",
     "StateStore",
     "StoreError",
     "Stores",
+    "StreamsApp",
     "StreamsBuilder",
     "StreamsConfig",
     "StreamsProcessingError",
     "StreamtideError",
+    "TimeWindows",
     "Topology",
     "TopologyError",
     "UnknownTopicError",

@@ -17,6 +17,9 @@ COMMANDS: dict[str, str] = {
     "topics": "streamtide.cli.topics:topics",
     "produce": "streamtide.cli.produce:produce",
     "consume": "streamtide.cli.consume:consume",
+    "run": "streamtide.cli.run:run",
+    "status": "streamtide.cli.run:status",
+    "demo": "streamtide.cli.demo:demo",
 }
 
 

@@ -1,0 +1,5 @@
+"""``python -m streamtide.cli``."""
+
+from streamtide.cli import main
+
+main()

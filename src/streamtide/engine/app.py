@@ -1,0 +1,409 @@
+"""``StreamsApp``: runs a topology on Spark as a sequence of exactly-once micro-batches."""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from streamtide.assignment import Assignment, assign
+from streamtide.config import StreamsConfig
+from streamtide.engine.app_dir import AppDirectory, app_dir_for
+from streamtide.engine.interop import (
+    ExecutorInfo,
+    build_session,
+    list_executors,
+    run_pinned,
+    spark_context,
+)
+from streamtide.engine.placement import Assignor, ClientReport, compute_assignment, slot_units
+from streamtide.engine.plan import Stage, make_plan
+from streamtide.engine.progress import BatchProgress
+from streamtide.engine.shipping import ship_user_modules
+from streamtide.engine.worker import make_work
+from streamtide.errors import StreamsProcessingError, StreamtideError
+from streamtide.log import open_log
+from streamtide.log.api import SegmentRef
+from streamtide.processor.topology import Topology
+from streamtide.runtime.committed import TaskCommittedState, offset_key
+from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, writer_prefix
+
+log = logging.getLogger("streamtide.engine")
+
+MAX_STAGE_ATTEMPTS = 3
+
+
+class StreamsApp:
+    """A running Streamtide application; see DESIGN.md "Data flow of one batch"."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        config: StreamsConfig | None = None,
+        spark: Any = None,
+        *,
+        master: str = "local[2]",
+        assignor: Assignor = assign,
+        state_manager_factory: Any = "durable",
+    ) -> None:
+        self.topology = topology
+        self.config = config or StreamsConfig()
+        self._spark = spark
+        self._master = master
+        self._owns_spark = spark is None
+        self.assignor = assignor
+        if state_manager_factory == "durable":
+            from streamtide.runtime.state_factory import make_state_manager
+
+            state_manager_factory = make_state_manager
+        self.state_manager_factory = state_manager_factory
+        self.log = open_log(self.config.log)
+        self.app_dir = AppDirectory(app_dir_for(self.config))
+        self.stages: list[Stage] = []
+        self.history: deque[BatchProgress] = deque(maxlen=100)
+        self._task_states: dict[str, TaskCommittedState] = {}
+        self._reports: dict[str, ClientReport] = {}
+        self._next_batch = 0
+        self._started = False
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._error: BaseException | None = None
+        self._blob: bytes | None = None
+
+    # ---- lifecycle -----------------------------------------------------------------------
+
+    @property
+    def spark(self) -> Any:
+        if self._spark is None:
+            self._spark = build_session(self._master, f"streamtide-{self.config.application_id}")
+        return self._spark
+
+    def _ensure_started(self) -> None:
+        if self._started:
+            return
+        self.sc = spark_context(self.spark)
+        self.stages = make_plan(self.topology, self.config, self.log)
+        from pyspark import cloudpickle
+
+        ship_user_modules(self.topology)
+        self._blob = cloudpickle.dumps((self.topology, self.config, self.state_manager_factory))
+        last = self.app_dir.last_committed()
+        if last is not None:
+            batch, commit = last
+            self._next_batch = batch + 1
+            self._task_states = {
+                t: TaskCommittedState.from_dict(s) for t, s in commit["tasks"].items()
+            }
+            for task, owner in commit.get("owners", {}).items():
+                self._reports.setdefault(owner, ClientReport()).running.add(task)
+            log.info("resuming %s after committed batch %d", self.config.application_id, batch)
+        self._started = True
+
+    def start(self) -> StreamsApp:
+        """Run batches in a background thread until ``stop``."""
+        self._ensure_started()
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(
+                target=self._loop, name="streamtide-driver", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        interval = self.config.commit_interval / 1000
+        try:
+            while not self._stop.is_set():
+                began = time.monotonic()
+                self.run_batch()
+                if not self.input_waiting():
+                    self._stop.wait(max(0.0, interval - (time.monotonic() - began)))
+        except BaseException as exc:  # reported by await_termination
+            self._error = exc
+            log.error("application %s stopped: %s", self.config.application_id, exc)
+
+    def stop(self) -> None:
+        """Stop after the running batch; release the SparkSession if this app made it."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._owns_spark and self._spark is not None:
+            self._spark.stop()
+            self._spark = None
+        self._started = False
+
+    def await_termination(self, timeout: float | None = None) -> bool:
+        """Wait until the app stops (True) or ``timeout`` passes (False); re-raise its error."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        if self._error is not None:
+            raise self._error
+        return self._thread is None or not self._thread.is_alive()
+
+    def __enter__(self) -> StreamsApp:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- batches -------------------------------------------------------------------------
+
+    @property
+    def last_progress(self) -> BatchProgress | None:
+        return self.history[-1] if self.history else None
+
+    def input_waiting(self) -> bool:
+        """Whether any source partition has records past its committed offset."""
+        return any(self._lag(stage, task) for stage in self.stages for task in stage.task_ids)
+
+    def run_until_caught_up(
+        self, timeout: float | None = None, max_batches: int = 10_000
+    ) -> list[BatchProgress]:
+        """Run batches until no input is waiting (at least one batch); return their progress."""
+        self._ensure_started()
+        deadline = None if timeout is None else time.monotonic() + timeout
+        done = [self.run_batch()]
+        while self.input_waiting() and len(done) < max_batches:
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"input still waiting after {timeout} s")
+            done.append(self.run_batch())
+        return done
+
+    def run_batch(self) -> BatchProgress:
+        """Plan, run and commit one batch."""
+        self._ensure_started()
+        batch = self._next_batch
+        started = time.perf_counter()
+        progress = BatchProgress(batch)
+        executors = list_executors(self.sc)
+        assignment = self._assign(executors)
+        for stage in self.stages:
+            stage_started = time.perf_counter()
+            self._run_stage(batch, stage, executors, assignment, progress)
+            progress.stage_ms.append(round((time.perf_counter() - stage_started) * 1000, 3))
+        progress.lag = {t: self._lag(s, t) for s in self.stages for t in s.task_ids}
+        progress.standbys = {
+            c: sorted(
+                str(t) for t in assignment.standby.get(c, set()) | assignment.warmup.get(c, set())
+            )
+            for c in assignment.standby
+        }
+        progress.duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        self.app_dir.write_commit(
+            batch,
+            {
+                "tasks": {t: s.to_dict() for t, s in self._task_states.items()},
+                "owners": progress.owners,
+                "progress": progress.as_dict(),
+                "assignment": assignment.describe()
+                if hasattr(assignment, "describe")
+                else str(assignment),
+            },
+        )
+        self._next_batch = batch + 1
+        self.history.append(progress)
+        log.info("%s %s", self.config.application_id, progress.summary())
+        if batch % 50 == 0:
+            self.app_dir.prune()
+        return progress
+
+    def _assign(self, executors: list[ExecutorInfo]) -> Assignment:
+        live = {e.id for e in executors}
+        for client in list(self._reports):
+            if client not in live:
+                del self._reports[client]
+        return compute_assignment(
+            executors, self.stages, self._reports, self._changelog_end, self.config, self.assignor
+        )
+
+    def _changelog_end(self, task: str) -> dict[str, int]:
+        sub, partition = (int(x) for x in task.split("_"))
+        stage = self.stages[sub]
+        return {s: self.log.end_offset(t, partition) for s, t in stage.changelog_topics.items()}
+
+    def _lag(self, stage: Stage, task: str) -> int:
+        partition = int(task.split("_")[1])
+        state = self._task_states.get(task)
+        lag = 0
+        for topic in stage.source_topics:
+            if partition >= self.log.partitions(topic):
+                continue
+            committed = state.offsets.get(offset_key(topic, partition)) if state else None
+            start = self.log.begin_offset(topic, partition) if committed is None else committed
+            lag += max(0, self.log.end_offset(topic, partition) - start)
+        return lag
+
+    def _fix_ranges(self, stage: Stage) -> dict[str, dict[str, list[int]]]:
+        cap = self.config.max_records_per_batch
+        ranges: dict[str, dict[str, list[int]]] = {}
+        for task in stage.task_ids:
+            partition = int(task.split("_")[1])
+            state = self._task_states.get(task)
+            per_topic = {}
+            for topic in stage.source_topics:
+                if partition >= self.log.partitions(topic):
+                    continue
+                committed = state.offsets.get(offset_key(topic, partition)) if state else None
+                start = self.log.begin_offset(topic, partition) if committed is None else committed
+                end = min(self.log.end_offset(topic, partition), start + cap)
+                per_topic[topic] = [start, max(start, end)]
+            ranges[task] = per_topic
+        return ranges
+
+    def _run_stage(
+        self,
+        batch: int,
+        stage: Stage,
+        executors: list[ExecutorInfo],
+        assignment: Assignment,
+        progress: BatchProgress,
+    ) -> None:
+        app = self.config.application_id
+        prefix = writer_prefix(app, batch, stage.subtopology)
+        prepare = self.app_dir.read_prepare(batch, stage.subtopology)
+        if prepare is None:
+            ranges = self.app_dir.read_offsets(batch, stage.subtopology)
+            if ranges is None:
+                ranges = self._fix_ranges(stage)
+                self.app_dir.write_offsets(batch, stage.subtopology, ranges)
+            else:
+                progress.resumed = True
+                self.log.abort_unsealed_by_prefix(prefix)
+            reports = self._execute(batch, stage, executors, assignment, ranges)
+            prepare = {
+                "tasks": {
+                    r["task"]: {"segments": r["segments"], "state": r["state"], "client": client}
+                    for client, unit in reports
+                    for r in unit["tasks"]
+                },
+                "reports": [{"client": c, **u} for c, u in reports],
+            }
+            self.app_dir.write_prepare(batch, stage.subtopology, prepare)
+        else:
+            progress.resumed = True
+        if not self.app_dir.is_sealed(batch, stage.subtopology):
+            for task, entry in prepare["tasks"].items():
+                for data in entry["segments"]:
+                    ref = SegmentRef.from_dict(data)
+                    self.log.seal(ref.topic, ref.partition, ref, seal_id=f"{app}/b{batch}/{task}")
+            self.app_dir.mark_sealed(batch, stage.subtopology)
+            self.log.abort_unsealed_by_prefix(prefix)
+        changelogs = set(stage.changelog_topics.values())
+        for task, entry in prepare["tasks"].items():
+            self._task_states[task] = TaskCommittedState.from_dict(entry["state"])
+            progress.owners[task] = entry["client"]
+        for unit in prepare.get("reports", []):
+            report = self._reports.setdefault(unit["client"], ClientReport())
+            report.running -= set(stage.task_ids)
+            for result in unit["tasks"]:
+                report.running.add(result["task"])
+                report.local_offsets.pop(result["task"], None)
+                progress.input_records += result["input_records"]
+                progress.restored_records += result.get("restored_records", 0)
+                progress.output_records += sum(
+                    n for t, n in result["output_records"].items() if t not in changelogs
+                )
+            for task, standby in unit.get("standbys", {}).items():
+                report.local_offsets[task] = standby.get("local_offsets", {})
+
+    def _execute(
+        self,
+        batch: int,
+        stage: Stage,
+        executors: list[ExecutorInfo],
+        assignment: Assignment,
+        ranges: dict[str, dict[str, list[int]]],
+    ) -> list[tuple[str, dict[str, Any]]]:
+        import json
+
+        last_error: Exception | None = None
+        for attempt in range(MAX_STAGE_ATTEMPTS):
+            if attempt:
+                executors = list_executors(self.sc)
+                assignment = self._assign(executors)
+                log.warning(
+                    "batch %d stage %d: retrying (attempt %d): %s",
+                    batch,
+                    stage.subtopology,
+                    attempt + 1,
+                    last_error,
+                )
+            units = []
+            for executor, actives, standbys in slot_units(assignment, executors, stage):
+                spec = WorkUnitSpec(
+                    batch,
+                    stage.subtopology,
+                    executor.id,
+                    [
+                        ActiveSpec(
+                            t,
+                            ranges[t],
+                            (self._task_states.get(t) or TaskCommittedState()).to_dict(),
+                        )
+                        for t in actives
+                    ],
+                    standbys,
+                )
+                units.append((json.dumps(spec.to_dict()), executor))
+            try:
+                outputs = run_pinned(self.sc, units, make_work(self._blob))
+            except Exception as exc:  # a failed Spark job: re-plan with the same ranges
+                last_error = _explain(exc)
+                if isinstance(last_error, StreamsProcessingError) and "cannot deserialize" in str(
+                    last_error
+                ):
+                    raise last_error from exc
+                continue
+            return [(executor.id, json.loads(out)) for (_, executor), out in zip(units, outputs)]
+        assert last_error is not None
+        raise last_error
+
+    # ---- status --------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        """Tasks, owners, lags and recent batches (also available without Spark)."""
+        return read_status(self.config)
+
+
+def read_status(config: StreamsConfig) -> dict[str, Any]:
+    """Status of an application from its directory: works while it runs or after."""
+    app_dir = AppDirectory(app_dir_for(config))
+    recent = app_dir.recent_commits(10)
+    if not recent:
+        return {"application_id": config.application_id, "batches": [], "tasks": {}}
+    batch, commit = recent[-1]
+    progress = commit.get("progress", {})
+    tasks = {
+        task: {
+            "owner": commit.get("owners", {}).get(task),
+            "lag": progress.get("lag", {}).get(task, 0),
+            "stream_time": state.get("stream_time", -1),
+        }
+        for task, state in sorted(commit["tasks"].items())
+    }
+    return {
+        "application_id": config.application_id,
+        "last_batch": batch,
+        "tasks": tasks,
+        "standbys": progress.get("standbys", {}),
+        "batches": [c.get("progress", {}) for _, c in recent],
+    }
+
+
+_ERROR_LINE = re.compile(r"streamtide\.errors\.(\w+): (.+)")
+
+
+def _explain(exc: Exception) -> Exception:
+    """Turn a failed Spark job into the Streamtide error raised on the executor, if any."""
+    text = str(exc)
+    matches = _ERROR_LINE.findall(text)
+    if matches:
+        name, message = matches[-1]
+        if name == "StreamsProcessingError":
+            return StreamsProcessingError(message)
+        return StreamtideError(f"{name}: {message}")
+    return exc

@@ -1,0 +1,133 @@
+"""The application directory: offset log, prepare and commit records, assignments.
+
+One directory per application, next to the log. Every record is a JSON (or binary) file
+created atomically (temporary file + rename), so a crash never leaves half a record; the
+highest batch with a commit record is the application's committed position.
+
+Layout::
+
+    <root>/batches/<batch>/offsets-<stage>.json   input ranges fixed before the stage ran
+    <root>/batches/<batch>/prepare-<stage>.json   the attempt to seal per task + new task state
+    <root>/batches/<batch>/sealed-<stage>.json    the stage's segments are all sealed
+    <root>/batches/<batch>/commit.json            the batch is committed (task states)
+    <root>/assignments/<batch>.bin                AssignmentInfo/SubscriptionInfo records
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so readers see the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class AppDirectory:
+    """Durable driver-side records of one application."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _batch_dir(self, batch: int) -> Path:
+        return self.root / "batches" / f"{batch:012d}"
+
+    def _write_json(self, path: Path, data: Any) -> None:
+        write_atomically(path, json.dumps(data, sort_keys=True).encode())
+
+    @staticmethod
+    def _read_json(path: Path) -> Any | None:
+        if not path.exists():
+            return None
+        return json.loads(path.read_text())
+
+    # ---- per-stage records ---------------------------------------------------------------
+
+    def write_offsets(self, batch: int, stage: int, ranges: dict[str, Any]) -> None:
+        self._write_json(self._batch_dir(batch) / f"offsets-{stage}.json", ranges)
+
+    def read_offsets(self, batch: int, stage: int) -> dict[str, Any] | None:
+        return self._read_json(self._batch_dir(batch) / f"offsets-{stage}.json")
+
+    def write_prepare(self, batch: int, stage: int, prepare: dict[str, Any]) -> None:
+        self._write_json(self._batch_dir(batch) / f"prepare-{stage}.json", prepare)
+
+    def read_prepare(self, batch: int, stage: int) -> dict[str, Any] | None:
+        return self._read_json(self._batch_dir(batch) / f"prepare-{stage}.json")
+
+    def mark_sealed(self, batch: int, stage: int) -> None:
+        self._write_json(self._batch_dir(batch) / f"sealed-{stage}.json", {"stage": stage})
+
+    def is_sealed(self, batch: int, stage: int) -> bool:
+        return (self._batch_dir(batch) / f"sealed-{stage}.json").exists()
+
+    # ---- batch records -------------------------------------------------------------------
+
+    def write_commit(self, batch: int, commit: dict[str, Any]) -> None:
+        self._write_json(self._batch_dir(batch) / "commit.json", commit)
+
+    def read_commit(self, batch: int) -> dict[str, Any] | None:
+        return self._read_json(self._batch_dir(batch) / "commit.json")
+
+    def batches(self) -> list[int]:
+        folder = self.root / "batches"
+        if not folder.exists():
+            return []
+        return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
+
+    def last_committed(self) -> tuple[int, dict[str, Any]] | None:
+        """The newest committed batch and its commit record, or None."""
+        for batch in reversed(self.batches()):
+            commit = self.read_commit(batch)
+            if commit is not None:
+                return batch, commit
+        return None
+
+    def recent_commits(self, count: int) -> list[tuple[int, dict[str, Any]]]:
+        found = []
+        for batch in reversed(self.batches()):
+            commit = self.read_commit(batch)
+            if commit is not None:
+                found.append((batch, commit))
+                if len(found) == count:
+                    break
+        return list(reversed(found))
+
+    def prune(self, keep: int = 100) -> None:
+        """Delete the records of old committed batches, keeping the newest ``keep``."""
+        committed = [b for b in self.batches() if self.read_commit(b) is not None]
+        for batch in committed[:-keep]:
+            shutil.rmtree(self._batch_dir(batch), ignore_errors=True)
+
+    # ---- assignments ---------------------------------------------------------------------
+
+    def write_assignment(self, batch: int, data: bytes) -> None:
+        write_atomically(self.root / "assignments" / f"{batch:012d}.bin", data)
+
+    def read_assignment(self, batch: int) -> bytes | None:
+        path = self.root / "assignments" / f"{batch:012d}.bin"
+        return path.read_bytes() if path.exists() else None
+
+
+def app_dir_for(config: Any) -> Path:
+    """``<log root>/_apps/<application_id>``: driver records live next to the log."""
+    from streamtide.log.factory import log_path
+
+    return Path(log_path(config.log)).resolve() / "_apps" / config.application_id

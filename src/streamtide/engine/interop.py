@@ -1,0 +1,115 @@
+"""Spark interop: the session, the executor list, and jobs pinned to executors.
+
+Uses the classic PySpark gateway (``sc._jvm``); Spark Connect sessions have none and are
+rejected with a clear error. See DESIGN.md "Why this shape" for why tasks are pinned.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from streamtide.errors import ConfigError
+
+DRIVER_ID = "driver"
+
+
+@dataclass(frozen=True, order=True)
+class ExecutorInfo:
+    """One executor that can run tasks: its id, host and number of cores (task slots)."""
+
+    id: str
+    host: str
+    cores: int
+
+    @property
+    def location(self) -> str:
+        """Spark's preferred-location string for this executor."""
+        return f"executor_{self.host}_{self.id}"
+
+
+def build_session(master: str = "local[2]", app_name: str = "streamtide", **conf: str) -> Any:
+    """A classic SparkSession with the settings Streamtide needs (quiet, pinned tasks)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.locality.wait", "30s")
+        .config("spark.speculation", "false")
+        .config("spark.task.maxFailures", "4")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.python.worker.reuse", "true")
+    )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def spark_context(spark: Any) -> Any:
+    """The SparkContext of a classic session; a clear error for Spark Connect."""
+    sc = getattr(spark, "sparkContext", None)
+    if sc is None or getattr(sc, "_jsc", None) is None:
+        raise ConfigError(
+            "Streamtide needs a classic PySpark session (with a JVM gateway); "
+            "Spark Connect sessions are not supported"
+        )
+    return sc
+
+
+def list_executors(sc: Any) -> list[ExecutorInfo]:
+    """Live executors that run tasks; the driver only in local mode, where it is alone."""
+    executors = sc._jsc.sc().statusStore().executorList(True)
+    found = []
+    for index in range(executors.size()):
+        info = executors.apply(index)
+        if not info.isActive():
+            continue
+        host = info.hostPort().rsplit(":", 1)[0]
+        found.append(ExecutorInfo(info.id(), host, int(info.totalCores())))
+    real = [e for e in found if e.id != DRIVER_ID]
+    if real:
+        return sorted(real, key=lambda e: _id_order(e.id))
+    return found
+
+
+def _id_order(executor_id: str) -> tuple[int, str]:
+    return (int(executor_id), "") if executor_id.isdigit() else (1 << 62, executor_id)
+
+
+def run_pinned(
+    sc: Any,
+    units: list[tuple[str, ExecutorInfo | None]],
+    work: Callable[[Iterable[str]], Iterator[str]],
+) -> list[str]:
+    """Run ``work`` once per payload, each on its executor; return the outputs in order.
+
+    Each element of ``units`` is one Spark partition (one Spark task) with a preferred
+    location; ``work`` receives an iterator over that one payload.
+    """
+    if not units:
+        return []
+    from pyspark.rdd import RDD
+    from pyspark.serializers import UTF8Deserializer
+
+    jvm = sc._jvm
+    convert = jvm.scala.jdk.javaapi.CollectionConverters
+    pairs = jvm.java.util.ArrayList()
+    for payload, executor in units:
+        locations = jvm.java.util.ArrayList()
+        if executor is not None and executor.id != DRIVER_ID:
+            locations.add(executor.location)
+        pairs.add(jvm.scala.Tuple2(payload, convert.asScala(locations).toSeq()))
+    tag = jvm.scala.reflect.ClassTag.apply(jvm.java.lang.Class.forName("java.lang.String"))
+    jrdd = sc._jsc.sc().makeRDD(convert.asScala(pairs).toSeq(), tag)
+    rdd = RDD(jrdd.toJavaRDD(), sc, UTF8Deserializer())
+    return rdd.mapPartitions(work).collect()

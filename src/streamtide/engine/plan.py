@@ -1,0 +1,82 @@
+"""What the engine runs: one stage per sub-topology, its tasks, and the topics it needs."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from streamtide.config import StreamsConfig
+from streamtide.errors import UnknownTopicError
+from streamtide.log.api import Log
+from streamtide.processor.topology import Topology
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One sub-topology: its tasks are ``<id>_<partition>`` for every partition."""
+
+    subtopology: int
+    partitions: int
+    source_topics: tuple[str, ...]
+    stores: tuple[str, ...]
+    changelog_topics: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def task_ids(self) -> list[str]:
+        return [f"{self.subtopology}_{p}" for p in range(self.partitions)]
+
+    @property
+    def stateful(self) -> bool:
+        return bool(self.stores)
+
+
+def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stage]:
+    """Check source topics exist and create internal, changelog and missing sink topics."""
+    app = config.application_id
+    internal_partitions: dict[str, int] = {}
+    stages = []
+    for sub in topology.subtopologies():
+        counts = []
+        for topic in sub.source_topics:
+            physical = topology.resolve_topic(topic, app)
+            if topic in topology.internal_topics:
+                if physical not in internal_partitions:
+                    raise UnknownTopicError(
+                        f"internal topic {physical!r} is read before any stage writes it"
+                    )
+                counts.append(internal_partitions[physical])
+            elif not log_.has_topic(physical):
+                raise UnknownTopicError(
+                    f"source topic {physical!r} does not exist in {log_.url}; create it first "
+                    f"(streamtide topics create {physical} --partitions N --log {log_.url})"
+                )
+            else:
+                counts.append(log_.partitions(physical))
+        partitions = max(counts)
+        for sink in sub.sink_topics:
+            physical = topology.resolve_topic(sink, app)
+            if sink in topology.internal_topics:
+                internal_partitions[physical] = partitions
+                log_.create_topic(physical, partitions, exist_ok=True)
+            elif not log_.has_topic(physical):
+                log.info("creating output topic %s with %d partitions", physical, partitions)
+                log_.create_topic(physical, partitions, exist_ok=True)
+        changelogs = {}
+        for store in sub.stores:
+            if getattr(topology.store_builder(store), "logging_enabled", True):
+                changelogs[store] = topology.changelog_topic(store, app)
+                log_.create_topic(changelogs[store], partitions, exist_ok=True)
+        stages.append(
+            Stage(
+                sub.id,
+                partitions,
+                tuple(topology.resolve_topic(t, app) for t in sub.source_topics),
+                tuple(sub.stores),
+                changelogs,
+            )
+        )
+    if config.deserialization_exception_handler == "log_and_continue":
+        log_.create_topic(config.dlq_topic, 1, exist_ok=True)
+    return stages

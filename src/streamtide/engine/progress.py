@@ -1,0 +1,39 @@
+"""Per-batch progress reports, kept in memory and in the commit record."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class BatchProgress:
+    """What one batch did: records in and out, time, lag and restores per task."""
+
+    batch: int
+    input_records: int = 0
+    output_records: int = 0
+    duration_ms: float = 0.0
+    restored_records: int = 0
+    lag: dict[str, int] = field(default_factory=dict)
+    owners: dict[str, str] = field(default_factory=dict)
+    standbys: dict[str, list[str]] = field(default_factory=dict)
+    stage_ms: list[float] = field(default_factory=list)
+    resumed: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BatchProgress:
+        return cls(**data)
+
+    @property
+    def total_lag(self) -> int:
+        return sum(self.lag.values())
+
+    def summary(self) -> str:
+        return (
+            f"batch {self.batch}: {self.input_records} in, {self.output_records} out, "
+            f"{self.duration_ms:.0f} ms, lag {self.total_lag}, restored {self.restored_records}"
+        )

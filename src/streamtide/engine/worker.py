@@ -1,0 +1,56 @@
+"""Executor side of a stage: unpickle the topology once per worker, run work units."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from streamtide.log import open_log
+from streamtide.runtime.work_unit import WorkUnitSpec, run_work_unit
+
+_CACHE: dict[str, Any] = {}
+
+
+def _load(blob: bytes) -> tuple[Any, Any, Any, Any]:
+    key = hashlib.sha1(blob).hexdigest()
+    cached = _CACHE.get(key)
+    if cached is None:
+        from pyspark import cloudpickle
+
+        topology, config, factory = cloudpickle.loads(blob)
+        _CACHE.clear()
+        cached = _CACHE[key] = (topology, config, factory, open_log(config.log))
+    return cached
+
+
+def observed_executor() -> str:
+    """The executor this Python worker belongs to, from its working directory
+    (``.../work/<app-id>/<executor-id>`` on a cluster); ``driver`` in local mode."""
+    parts = os.getcwd().rstrip("/").split("/")
+    if len(parts) >= 3 and parts[-3] == "work" and parts[-2].startswith("app-"):
+        return parts[-1]
+    return "driver"
+
+
+def run_payloads(blob: bytes, payloads: Iterable[str]) -> Iterator[str]:
+    """Run each JSON work-unit payload and yield its JSON report."""
+    topology, config, factory, log_ = _load(blob)
+    for payload in payloads:
+        spec = WorkUnitSpec.from_dict(json.loads(payload))
+        report = run_work_unit(topology, config, log_, spec, factory)
+        report["ran_on"] = {"executor": observed_executor(), "pid": os.getpid()}
+        yield json.dumps(report)
+
+
+def make_work(blob: bytes) -> Any:
+    """The function Spark runs on each pinned partition."""
+
+    def work(payloads: Iterable[str]) -> Iterator[str]:
+        from streamtide.engine.worker import run_payloads as run
+
+        return run(blob, payloads)
+
+    return work

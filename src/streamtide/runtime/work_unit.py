@@ -1,0 +1,213 @@
+"""The work unit: what one task slot does for one stage of a batch, independent of Spark.
+
+Spark runs it inside a pinned Python task; tests can call it directly. It restores each
+active task's stores, processes the task's fixed input ranges, punctuates, writes outputs and
+changelog records as unsealed segments, then brings standby tasks up to date, closes every
+store, and reports results and local changelog offsets (lags) to the driver.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from streamtide.config import StreamsConfig
+from streamtide.log.api import Log
+from streamtide.processor.topology import Topology
+from streamtide.runtime.committed import TaskCommittedState, offset_key
+from streamtide.runtime.segment_collector import SegmentCollector
+from streamtide.runtime.stream_task import StreamTask
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ActiveSpec:
+    """An active task to run: its input ranges ``{topic: [start, end)}`` and committed state."""
+
+    task_id: str
+    ranges: dict[str, list[int]]
+    state: dict[str, Any]
+
+    @property
+    def subtopology(self) -> int:
+        return int(self.task_id.split("_")[0])
+
+    @property
+    def partition(self) -> int:
+        return int(self.task_id.split("_")[1])
+
+
+@dataclass
+class WorkUnitSpec:
+    """Everything one slot needs for one stage (sent to the executor as JSON)."""
+
+    batch: int
+    stage: int
+    client: str
+    active: list[ActiveSpec]
+    standby: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "batch": self.batch,
+            "stage": self.stage,
+            "client": self.client,
+            "active": [a.__dict__ for a in self.active],
+            "standby": list(self.standby),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> WorkUnitSpec:
+        return cls(
+            int(data["batch"]),
+            int(data["stage"]),
+            str(data["client"]),
+            [ActiveSpec(**a) for a in data["active"]],
+            list(data.get("standby", [])),
+        )
+
+
+#: ``factory(task_id, store_names, state_dir, log) -> state manager`` for durable stores.
+StateManagerFactory = Callable[..., Any]
+
+
+def client_state_dir(config: StreamsConfig, client: str) -> Path:
+    """Where one executor keeps its tasks' local state (executors may share a disk)."""
+    return Path(config.state_dir) / f"client-{client}"
+
+
+def writer_prefix(application_id: str, batch: int, stage: int) -> str:
+    return f"{application_id}/b{batch}/s{stage}/"
+
+
+def run_work_unit(
+    topology: Topology,
+    config: StreamsConfig,
+    log_: Log,
+    spec: WorkUnitSpec,
+    state_manager_factory: StateManagerFactory | None = None,
+) -> dict[str, Any]:
+    """Run ``spec`` and return the report the driver commits (plain JSON-able data)."""
+    started = time.perf_counter()
+    state_dir = client_state_dir(config, spec.client)
+    attempt = uuid.uuid4().hex[:12]
+    reports = []
+    for active in spec.active:
+        reports.append(
+            _run_active(
+                topology, config, log_, spec, active, state_dir, attempt, state_manager_factory
+            )
+        )
+    standbys = {}
+    if state_manager_factory is not None:
+        for task_id in spec.standby:
+            standbys[task_id] = _update_standby(
+                topology, config, log_, task_id, state_dir, state_manager_factory
+            )
+    return {
+        "client": spec.client,
+        "batch": spec.batch,
+        "stage": spec.stage,
+        "tasks": reports,
+        "standbys": standbys,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+    }
+
+
+def _run_active(
+    topology: Topology,
+    config: StreamsConfig,
+    log_: Log,
+    spec: WorkUnitSpec,
+    active: ActiveSpec,
+    state_dir: Path,
+    attempt: str,
+    state_manager_factory: StateManagerFactory | None,
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    collector = SegmentCollector(log_)
+    sub = topology.subtopology(active.subtopology)
+    state_manager = None
+    if state_manager_factory is not None and sub.stores:
+        state_manager = state_manager_factory(
+            topology=topology,
+            config=config,
+            log=log_,
+            task_id=active.task_id,
+            store_names=list(sub.stores),
+            state_dir=state_dir,
+            batch=spec.batch,
+        )
+    task = StreamTask(
+        topology,
+        active.subtopology,
+        active.partition,
+        collector,
+        application_id=config.application_id,
+        state_dir=state_dir,
+        default_key_serde=config.default_key_serde,
+        default_value_serde=config.default_value_serde,
+        committed=TaskCommittedState.from_dict(active.state),
+        deserialization_handler=config.deserialization_exception_handler,
+        cache_enabled=config.cache_enabled,
+        state_manager=state_manager,
+    )
+    try:
+        task.initialize()
+        restored = task.metrics.get("records-restored")
+        read = 0
+        for topic, (start, end) in active.ranges.items():
+            if end > start:
+                records = list(log_.read(topic, active.partition, start, end))
+                read += task.add_records(topic, records)
+        task.process()
+        task.punctuate_wall_clock()
+        state = task.commit()
+        offsets = dict(state.offsets)
+        for topic, (_start, end) in active.ranges.items():
+            offsets[offset_key(topic, active.partition)] = end
+        state = TaskCommittedState(offsets, state.stream_time, state.schedules)
+        output_counts = collector.counts()
+        prefix = writer_prefix(config.application_id, spec.batch, spec.stage)
+        writer = f"{prefix}{active.task_id}/{attempt}"
+        segments = collector.write_segments(writer)
+        local_offsets = getattr(state_manager, "local_offsets", lambda: {})()
+    finally:
+        task.close()
+    return {
+        "task": active.task_id,
+        "state": state.to_dict(),
+        "segments": [s.as_dict() for s in segments],
+        "input_records": read,
+        "output_records": output_counts,
+        "restored_records": restored,
+        "metrics": task.metrics.as_dict(),
+        "local_offsets": local_offsets,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+    }
+
+
+def _update_standby(
+    topology: Topology,
+    config: StreamsConfig,
+    log_: Log,
+    task_id: str,
+    state_dir: Path,
+    state_manager_factory: StateManagerFactory,
+) -> dict[str, Any]:
+    sub = topology.subtopology(int(task_id.split("_")[0]))
+    manager = state_manager_factory(
+        topology=topology,
+        config=config,
+        log=log_,
+        task_id=task_id,
+        store_names=list(sub.stores),
+        state_dir=state_dir,
+    )
+    return manager.update_standby()

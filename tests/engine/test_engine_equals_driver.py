@@ -1,0 +1,32 @@
+"""The engine's output, read back from the log, equals the test driver's, record for record."""
+
+from __future__ import annotations
+
+import pytest
+from tests.engine.scenarios import (
+    SCENARIOS,
+    engine_config,
+    engine_outputs,
+    expected_outputs,
+    make_events,
+    write_events,
+)
+
+from streamtide import StreamsApp
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_engine_output_equals_driver_output(spark, log_url, tmp_path, name) -> None:
+    events = make_events(300, seed=hash(name) % 1000)
+    write_events(log_url, events)
+    topology_fn = SCENARIOS[name][0]
+    app = StreamsApp(topology_fn(), engine_config(log_url, str(tmp_path / "state")), spark=spark)
+    progress = app.run_until_caught_up(timeout=300)
+    assert len(progress) >= 3, "the input must span several batches"
+    assert sum(p.input_records for p in progress) == len(events)
+    expected = expected_outputs(name, events)
+    assert sum(len(v) for v in expected.values()) > 0
+    assert engine_outputs(log_url, name) == expected
+    app.stop()
