@@ -289,3 +289,19 @@ def test_on_disk_layout(log: FileLog) -> None:
     assert entry["kind"] == "seal" and entry["base_offset"] == 0 and entry["record_count"] == 2
     assert (root / "t" / "1" / "segments" / entry["segment"]).is_file()
     assert list((root / "t" / "0" / "segments").iterdir()) == []
+
+
+def test_read_segment_reads_an_unsealed_segment_by_reference(tmp_path) -> None:
+    from streamtide.errors import LogError
+    from streamtide.log import LogRecord, open_log
+
+    log = open_log(f"file://{tmp_path}")
+    log.create_topic("t", 1)
+    ref = log.write_segment("t", 0, [LogRecord(b"k", b"v", 5, (("h", b"1"),))], writer_id="w")
+    table = log.read_segment(ref)
+    assert table.column("value").to_pylist() == [b"v"]
+    assert table.column("timestamp").to_pylist() == [5]
+    assert log.end_offset("t", 0) == 0  # reading does not seal
+    log.abort_unsealed("t", 0, ref)
+    with pytest.raises(LogError, match="does not exist"):
+        log.read_segment(ref)

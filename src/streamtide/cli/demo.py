@@ -25,7 +25,7 @@ from streamtide.cli.common import reports_errors
 @click.option("--master", default="local[2]", show_default=True, help="Spark master URL.")
 @click.option(
     "--batch-size",
-    default=400,
+    default=60,
     show_default=True,
     help="max_records_per_batch: small, so the demo shows several batches.",
 )
@@ -52,7 +52,7 @@ def demo(directory: str, users: int, master: str, batch_size: int) -> None:
         f"of {users} users to topic [cyan]clicks[/] in {root / 'log'}"
     )
     topology = demo_app.build_topology()
-    console.print(str(topology.describe()), style="dim")
+    console.print(str(topology.describe()), style="dim", markup=False, highlight=False)
     config = StreamsConfig(
         application_id="clickstats",
         log=f"file://{root / 'log'}",
@@ -70,6 +70,10 @@ def demo(directory: str, users: int, master: str, batch_size: int) -> None:
         app.stop()
     elapsed = time.perf_counter() - started
     _show(console, log, progress, elapsed, len(events), distinct)
+    console.print(
+        f"Inspect it yourself: streamtide consume session-counts --log file://{root / 'log'} "
+        "--from-beginning --max 5"
+    )
 
 
 def _show(console, log, progress, elapsed: float, events: int, distinct: int) -> None:
@@ -79,7 +83,7 @@ def _show(console, log, progress, elapsed: float, events: int, distinct: int) ->
     from streamtide.cli import demo_app
 
     batches = Table(title="batches")
-    for column in ("batch", "in", "out", "ms", "restored"):
+    for column in ("batch", "records processed", "records written", "ms", "changelog replayed"):
         batches.add_column(column, justify="right")
     for p in progress:
         batches.add_row(
@@ -135,3 +139,8 @@ def _show(console, log, progress, elapsed: float, events: int, distinct: int) ->
         f"{events} clicks in, {distinct} unique after deduplication, {counted} counted in "
         f"{total_sessions} sessions; {len(progress)} batches in {elapsed:.1f} s."
     )
+    if counted == distinct:
+        console.print("[green]check:[/] every unique click is counted exactly once")
+    else:
+        console.print(f"[red]check failed:[/] {counted} counted, {distinct} expected")
+        raise SystemExit(1)

@@ -12,6 +12,7 @@ from typing import Any
 from streamtide.assignment import Assignment, assign
 from streamtide.config import StreamsConfig
 from streamtide.engine.app_dir import AppDirectory, app_dir_for
+from streamtide.engine.interleave import interleave_segments
 from streamtide.engine.interop import (
     ExecutorInfo,
     build_session,
@@ -22,6 +23,7 @@ from streamtide.engine.interop import (
 from streamtide.engine.placement import Assignor, ClientReport, compute_assignment, slot_units
 from streamtide.engine.plan import Stage, make_plan
 from streamtide.engine.progress import BatchProgress
+from streamtide.engine.ranges import aligned_ends
 from streamtide.engine.shipping import ship_user_modules
 from streamtide.engine.worker import make_work
 from streamtide.errors import StreamsProcessingError, StreamtideError
@@ -237,21 +239,35 @@ class StreamsApp:
             lag += max(0, self.log.end_offset(topic, partition) - start)
         return lag
 
+    def _internal_sinks(self, stage: Stage) -> list[str]:
+        """Repartition topics this stage writes (their segments get interleaved)."""
+        sub = self.topology.subtopology(stage.subtopology)
+        app = self.config.application_id
+        return [
+            self.topology.resolve_topic(t, app)
+            for t in sub.sink_topics
+            if t in self.topology.internal_topics
+        ]
+
     def _fix_ranges(self, stage: Stage) -> dict[str, dict[str, list[int]]]:
+        """Each task's input ``{topic: [start, end)}``: from its committed offsets, at most
+        ``max_records_per_batch`` per partition, cut at one event time (``engine.ranges``)."""
         cap = self.config.max_records_per_batch
-        ranges: dict[str, dict[str, list[int]]] = {}
+        windows = {}
         for task in stage.task_ids:
             partition = int(task.split("_")[1])
             state = self._task_states.get(task)
-            per_topic = {}
             for topic in stage.source_topics:
                 if partition >= self.log.partitions(topic):
                     continue
                 committed = state.offsets.get(offset_key(topic, partition)) if state else None
                 start = self.log.begin_offset(topic, partition) if committed is None else committed
                 end = min(self.log.end_offset(topic, partition), start + cap)
-                per_topic[topic] = [start, max(start, end)]
-            ranges[task] = per_topic
+                windows[(topic, partition)] = (start, max(start, end))
+        ends = aligned_ends(self.log, windows)
+        ranges: dict[str, dict[str, list[int]]] = {task: {} for task in stage.task_ids}
+        for (topic, partition), (start, _) in windows.items():
+            ranges[f"{stage.subtopology}_{partition}"][topic] = [start, ends[(topic, partition)]]
         return ranges
 
     def _run_stage(
@@ -274,12 +290,17 @@ class StreamsApp:
                 progress.resumed = True
                 self.log.abort_unsealed_by_prefix(prefix)
             reports = self._execute(batch, stage, executors, assignment, ranges)
+            tasks = {
+                r["task"]: {"segments": r["segments"], "state": r["state"], "client": client}
+                for client, unit in reports
+                for r in unit["tasks"]
+            }
+            merged = interleave_segments(
+                self.log, tasks, self._internal_sinks(stage), f"{prefix}merged/"
+            )
             prepare = {
-                "tasks": {
-                    r["task"]: {"segments": r["segments"], "state": r["state"], "client": client}
-                    for client, unit in reports
-                    for r in unit["tasks"]
-                },
+                "tasks": tasks,
+                "merged": merged,
                 "reports": [{"client": c, **u} for c, u in reports],
             }
             self.app_dir.write_prepare(batch, stage.subtopology, prepare)
@@ -290,6 +311,9 @@ class StreamsApp:
                 for data in entry["segments"]:
                     ref = SegmentRef.from_dict(data)
                     self.log.seal(ref.topic, ref.partition, ref, seal_id=f"{app}/b{batch}/{task}")
+            for data in prepare.get("merged", []):
+                ref = SegmentRef.from_dict(data)
+                self.log.seal(ref.topic, ref.partition, ref, seal_id=f"{app}/b{batch}/merged")
             self.app_dir.mark_sealed(batch, stage.subtopology)
             self.log.abort_unsealed_by_prefix(prefix)
         changelogs = set(stage.changelog_topics.values())

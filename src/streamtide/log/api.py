@@ -185,6 +185,12 @@ class Log(ABC):
         """
 
     @abstractmethod
+    def read_segment(self, segment: SegmentRef) -> pa.Table:
+        """The records of one segment, sealed or not, as a table with the columns key, value,
+        timestamp and headers (no offsets: an unsealed segment has none yet). Lets the engine
+        combine a stage's segments before it seals them."""
+
+    @abstractmethod
     def list_unsealed(self, topic: str, partition: int) -> list[SegmentRef]:
         """Unsealed segments of one partition (written and not yet sealed or aborted)."""
 

@@ -269,6 +269,13 @@ class FileLog(Log):
                 self._read_partition_count(topic)  # UnknownTopicError if deleted meanwhile
             raise
 
+    def read_segment(self, segment: SegmentRef) -> pa.Table:
+        self._check_open()
+        with self._lock:
+            part = self._partition(segment.topic, segment.partition)
+        table = part.read_unsealed(segment.name, segment.record_count)
+        return table.replace_schema_metadata(None)
+
     def seal(self, topic: str, partition: int, segment: SegmentRef, *, seal_id: str) -> int:
         self._check_open()
         if not isinstance(seal_id, str) or not seal_id:

@@ -194,6 +194,23 @@ class Partition:
         except (OSError, pa.ArrowInvalid) as e:
             raise SegmentError(f"segment {rel} is unreadable: {e}") from e
 
+    def read_unsealed(self, name: str, expected_count: int) -> pa.Table:
+        """All rows of a segment file by name (sealed or not), checked against its count."""
+        rel = f"{self._segments}/{name}"
+        try:
+            table = self.storage.read_table(rel)
+        except FileNotFoundError:
+            raise SegmentError(
+                f"segment {rel} does not exist (never written, aborted or truncated)"
+            ) from None
+        except (OSError, pa.ArrowInvalid) as e:
+            raise SegmentError(f"segment {rel} is unreadable: {e}") from e
+        if table.num_rows != expected_count:
+            raise SegmentError(
+                f"segment {rel} holds {table.num_rows} records, expected {expected_count}"
+            )
+        return table
+
     def read_slice(self, seg: SealedSegment, lo: int, hi: int) -> tuple[pa.Table, int]:
         """The rows of sealed ``seg`` within offsets ``[lo, hi)`` and the offset of the first.
         FileNotFoundError if the file is gone (for example truncated meanwhile)."""

@@ -1,0 +1,42 @@
+"""Input ranges of a stage, aligned in event time across partitions.
+
+Ranges capped by record count alone let one partition's batch reach far further in event
+time than another's; downstream of a repartition the slower partition's records then look
+late (dedup intervals, window grace, session retention). So a stage's batch is cut at one
+event time ``T`` for all its partitions: each partition reads its capped window, ``T`` is the
+smallest window maximum among partitions that still have more input, and each partition reads
+the longest prefix of its window whose timestamps stay ``<= T``. The partition that defines
+``T`` reads its whole window, so every batch makes progress.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from streamtide.log.api import Log
+
+#: (topic, partition) -> (start, capped end)
+Windows = dict[tuple[str, int], tuple[int, int]]
+
+
+def aligned_ends(log: Log, windows: Windows) -> dict[tuple[str, int], int]:
+    """The end offset per partition after cutting every window at the common time ``T``."""
+    timestamps: dict[tuple[str, int], list[int]] = {}
+    limit = math.inf
+    for (topic, partition), (start, end) in windows.items():
+        if end <= start:
+            timestamps[(topic, partition)] = []
+            continue
+        column = log.read_table(topic, partition, start, end).column("timestamp").to_pylist()
+        timestamps[(topic, partition)] = column
+        if end < log.end_offset(topic, partition):
+            limit = min(limit, max(column))
+    ends = {}
+    for key, (start, end) in windows.items():
+        if limit == math.inf:
+            ends[key] = end
+            continue
+        running = itertools.accumulate(timestamps[key], max)
+        ends[key] = start + sum(1 for _ in itertools.takewhile(lambda t: t <= limit, running))
+    return ends

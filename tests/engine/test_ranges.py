@@ -1,0 +1,40 @@
+"""Batch ranges are cut at one event time across the partitions of a stage."""
+
+from __future__ import annotations
+
+from streamtide.engine.ranges import aligned_ends
+from streamtide.log import LogRecord, open_log
+
+
+def make_log(tmp_path, partitions: dict[int, list[int]]):
+    log = open_log(f"file://{tmp_path}")
+    log.create_topic("t", len(partitions))
+    for partition, stamps in partitions.items():
+        log.append("t", partition, [LogRecord(b"k", b"v", ts) for ts in stamps])
+    return log
+
+
+def test_the_slowest_partition_sets_the_time_and_reads_its_whole_window(tmp_path) -> None:
+    # partition 0 covers 0..30 in its first 4 records, partition 1 covers 0..3
+    log = make_log(tmp_path, {0: [0, 10, 20, 30, 40, 50], 1: [0, 1, 2, 3, 4, 5]})
+    ends = aligned_ends(log, {("t", 0): (0, 4), ("t", 1): (0, 4)})
+    assert ends == {("t", 0): 1, ("t", 1): 4}  # T = 3: partition 0 stops after ts 0
+
+
+def test_out_of_order_records_do_not_pass_the_cut(tmp_path) -> None:
+    log = make_log(tmp_path, {0: [0, 9, 2, 3, 50], 1: [0, 4, 5, 6, 60]})
+    ends = aligned_ends(log, {("t", 0): (0, 4), ("t", 1): (0, 4)})
+    # T = min(9, 6) = 6; partition 0's running max passes 6 at its second record
+    assert ends == {("t", 0): 1, ("t", 1): 4}
+
+
+def test_drained_partitions_do_not_hold_others_back(tmp_path) -> None:
+    log = make_log(tmp_path, {0: [0, 100], 1: [0, 1, 2, 3, 4, 5]})
+    ends = aligned_ends(log, {("t", 0): (0, 2), ("t", 1): (0, 3)})
+    # partition 0 is read to its end, so only partition 1 limits: T = 2
+    assert ends == {("t", 0): 1, ("t", 1): 3}
+
+
+def test_everything_drained_reads_the_full_windows(tmp_path) -> None:
+    log = make_log(tmp_path, {0: [5, 1], 1: [9]})
+    assert aligned_ends(log, {("t", 0): (0, 2), ("t", 1): (0, 1)}) == {("t", 0): 2, ("t", 1): 1}
