@@ -324,6 +324,8 @@ class StreamsApp:
             report = self._reports.setdefault(unit["client"], ClientReport())
             report.running -= set(stage.task_ids)
             for result in unit["tasks"]:
+                progress.ran_on[result["task"]] = unit.get("ran_on", {}).get("executor", "?")
+                progress.restored_by_task[result["task"]] = result.get("restored_records", 0)
                 report.running.add(result["task"])
                 report.local_offsets.pop(result["task"], None)
                 progress.input_records += result["input_records"]

@@ -17,6 +17,8 @@ class BatchProgress:
     restored_records: int = 0
     lag: dict[str, int] = field(default_factory=dict)
     owners: dict[str, str] = field(default_factory=dict)
+    ran_on: dict[str, str] = field(default_factory=dict)
+    restored_by_task: dict[str, int] = field(default_factory=dict)
     standbys: dict[str, list[str]] = field(default_factory=dict)
     stage_ms: list[float] = field(default_factory=list)
     resumed: bool = False

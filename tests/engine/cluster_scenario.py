@@ -1,0 +1,119 @@
+"""Run on ``local-cluster[2,1,1024]`` (its own process: one SparkContext per process).
+
+1. The session topology with one standby replica runs until caught up; every task must run on
+   the executor the assignment named, and the output must equal the test driver's.
+2. The executor running task 0_0 is killed (its JVM, started by this run); more input
+   arrives; the task moves to the surviving executor, which held its standby, restores only
+   what it lacked from the changelog, and the output still equals the driver's.
+
+Prints one JSON line with what it saw; ``test_cluster.py`` asserts on it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.engine.scenarios import (
+    engine_config,
+    engine_outputs,
+    expected_outputs,
+    make_events,
+    session_topology,
+    write_events,
+)
+
+from streamtide import StreamsApp
+from streamtide.engine.interop import build_session, list_executors
+from streamtide.log import open_log
+
+
+def start_cluster():
+    for attempt in range(2):
+        try:
+            spark = build_session(
+                "local-cluster[2,1,1024]",
+                "streamtide-cluster-test",
+                **{"spark.executor.memory": "512m"},
+            )
+            deadline = time.monotonic() + 120
+            while len(list_executors(spark.sparkContext)) < 2:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("executors did not register within 120 s")
+                time.sleep(0.5)
+            return spark
+        except Exception:
+            if attempt:
+                raise
+            try:
+                spark.stop()  # type: ignore[possibly-undefined]
+            except Exception:
+                pass
+
+
+def executor_pid(app_id: str, executor_id: str) -> int:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        if (
+            "CoarseGrainedExecutorBackend" in line
+            and f"--executor-id {executor_id} " in line
+            and app_id in line
+        ):
+            return int(line.split()[0])
+    raise LookupError(f"no JVM found for executor {executor_id} of {app_id}")
+
+
+def placement_ok(progress) -> bool:
+    return all(p.ran_on.get(t) == p.owners.get(t) for p in progress for t in p.owners)
+
+
+def main(workdir: str) -> None:
+    root = Path(workdir)
+    log_url = f"file://{root / 'log'}"
+    events = make_events(400, seed=21)
+    first, second = events[:300], events[300:]
+    write_events(log_url, first)
+    spark = start_cluster()
+    sc = spark.sparkContext
+    config = engine_config(log_url, str(root / "state"), num_standby_replicas=1)
+    app = StreamsApp(session_topology(), config, spark=spark)
+    progress = app.run_until_caught_up(timeout=600)
+    result = {
+        "executors": [e.id for e in list_executors(sc)],
+        "batches_before": len(progress),
+        "placement_before": placement_ok(progress),
+        "owners_before": progress[-1].owners,
+        "standbys_before": progress[-1].standbys,
+        "equal_before": engine_outputs(log_url, "session") == expected_outputs("session", first),
+    }
+    victim = progress[-1].owners["0_0"]
+    os.kill(executor_pid(sc.applicationId, victim), signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while victim in {e.id for e in list_executors(sc)} and time.monotonic() < deadline:
+        time.sleep(0.2)
+    write_events(log_url, second)
+    after = app.run_until_caught_up(timeout=600)
+    log = open_log(log_url)
+    changelog = "engine-test-sessions-changelog"
+    result.update(
+        victim=victim,
+        owner_after=after[0].owners["0_0"],
+        ran_on_after=after[0].ran_on["0_0"],
+        placement_after=placement_ok(after),
+        restored_after=after[0].restored_by_task.get("0_0"),
+        changelog_records=log.end_offset(changelog, 0),
+        equal_after=engine_outputs(log_url, "session") == expected_outputs("session", events),
+    )
+    print("RESULT " + json.dumps(result), flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
