@@ -317,3 +317,35 @@ def test_store_matches_a_list_model(kind: str, ops: list[tuple]) -> None:
                 assert [(e.timestamp, e.offset) for e in store.find(dedup_id, lo, hi)] == expected
         assert count(store) == len(model)
         assert sorted((e.dedup_id, e.timestamp) for e in store.entries()) == sorted(model)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_purges_in_a_long_batch_do_not_rewalk_earlier_tombstones(kind: str, monkeypatch) -> None:
+    """Within one uncommitted batch the write buffer holds every purged entry's tombstone;
+    purging must still examine only the newly expired entries (linear, not quadratic)."""
+    import bisect
+
+    from streamtide.state.transaction import WriteBuffer
+
+    examined = 0
+    overlay = WriteBuffer.overlay
+
+    def counting_overlay(self, below, from_key, to_key, reverse=False):
+        nonlocal examined
+        keys = self._keys
+        lo = 0 if from_key is None else bisect.bisect_left(keys, from_key)
+        hi = len(keys) if to_key is None else bisect.bisect_right(keys, to_key)
+        examined += max(0, hi - lo)
+        return overlay(self, below, from_key, to_key, reverse)
+
+    monkeypatch.setattr(WriteBuffer, "overlay", counting_overlay)
+    with tempfile.TemporaryDirectory() as tmp:
+        store = DedupStore(KeyValueBytesStoreSupplier("batch", kind, logging_enabled=True).get())
+        store.init(FakeStoreContext(Path(tmp)))
+        records = 3000
+        for n in range(records):
+            store.purge_expired(n - 10)
+            store.put(b"id%d" % n, n, origin(n))
+        assert examined <= 4 * records, f"{examined} buffered keys examined"
+        assert [e.timestamp for e in store.entries()] == list(range(records - 11, records))
+        store.close()

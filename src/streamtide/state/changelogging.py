@@ -22,6 +22,7 @@ from typing import Any
 from streamtide.errors import StoreError
 from streamtide.processor.api import StateStoreContext
 from streamtide.state.api import KeyValueBytesStore
+from streamtide.state.layout import BytesLayoutStore
 from streamtide.state.transaction import WriteBuffer
 
 #: Header marking a range delete; value ``b"\x01" + end_key`` or ``b"\x00"`` (no end).
@@ -93,7 +94,7 @@ class _InnerContext:
         return getattr(self._context, name)
 
 
-class ChangeLoggingKeyValueBytesStore(KeyValueBytesStore):
+class ChangeLoggingKeyValueBytesStore(BytesLayoutStore, KeyValueBytesStore):
     """A logged store: ``inner`` holds committed data only; see the module docstring.
 
     Opened by a task, it buffers. Opened standalone it writes through to ``inner`` unless
@@ -101,9 +102,7 @@ class ChangeLoggingKeyValueBytesStore(KeyValueBytesStore):
     """
 
     def __init__(self, inner: KeyValueBytesStore) -> None:
-        self.name = inner.name
-        self.inner = inner
-        self.persistent = inner.persistent
+        super().__init__(inner)
         self._writes = WriteBuffer()
         self._sent = WriteBuffer()
         self._buffering = True
@@ -120,21 +119,14 @@ class ChangeLoggingKeyValueBytesStore(KeyValueBytesStore):
         self, *args: Any, buffered: bool = False
     ) -> ChangeLoggingKeyValueBytesStore:
         self._buffering = buffered
-        self.inner.open_standalone(*args)  # type: ignore[attr-defined]
+        self._open_inner_standalone(*args)
         return self
-
-    @property
-    def is_open(self) -> bool:
-        return self.inner.is_open
-
-    def flush(self) -> None:
-        self.inner.flush()
 
     def close(self) -> None:
         self._writes.clear()
         self._sent.clear()
         self._clean = True
-        self.inner.close()
+        super().close()
 
     def _recheck(self) -> None:
         self._clean = not self._writes and not self._sent
@@ -237,7 +229,7 @@ class ChangeLoggingKeyValueBytesStore(KeyValueBytesStore):
 
     def _check_writable(self, key: bytes) -> None:
         if key is None:
-            raise StoreError(f"store {self.name!r} does not accept a None key")
+            raise self._none_key_error()
         if not self.inner.is_open:
             raise StoreError(f"store {self.name!r} is not open")
 
@@ -257,7 +249,7 @@ class ChangeLoggingKeyValueBytesStore(KeyValueBytesStore):
         put = self._writes.put
         for key, value in entries:
             if key is None:
-                raise StoreError(f"store {self.name!r} does not accept a None key")
+                raise self._none_key_error()
             put(key, value)
             self._clean = False
 

@@ -24,35 +24,29 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from streamtide.errors import StoreError
-from streamtide.processor.api import StateStore, StateStoreContext
+from streamtide.processor.api import StateStoreContext
 from streamtide.record import RecordMetadata
-from streamtide.state.api import KeyValueBytesStore
-from streamtide.state.stores import KeyValueBytesStoreSupplier
+from streamtide.state.encoding import MAX_LONG, MIN_LONG, decode_key, encode_key, encode_long
+from streamtide.state.encoding import decode_long as decode_ts
+from streamtide.state.layout import BytesLayoutStore
+from streamtide.state.stores import KeyValueBytesStoreSupplier, SupplierStoreBuilder
 
 _BASE = b"\x01"
 _INDEX = b"\x02"
 _MARKER = b"\x00"
 _NO_ORIGIN = b"\x00"
 _HAS_ORIGIN = b"\x01"
-_TS_SHIFT = 1 << 63
-_TS_MIN = -_TS_SHIFT
-_TS_MAX = _TS_SHIFT - 1
-_U64 = struct.Struct(">Q")
-_U32 = struct.Struct(">I")
 _ORIGIN = struct.Struct(">qi")  # offset, partition; the topic follows as UTF-8
 
 
 def encode_ts(ts: int) -> bytes:
-    """8 bytes whose unsigned byte order is the order of the (signed) timestamps."""
-    return _U64.pack(min(max(ts, _TS_MIN), _TS_MAX) + _TS_SHIFT)
-
-
-def decode_ts(data: bytes) -> int:
-    return _U64.unpack(data)[0] - _TS_SHIFT
+    """8 bytes whose unsigned byte order is the order of the (signed) timestamps (clamped to
+    the range of a long)."""
+    return encode_long(min(max(ts, MIN_LONG), MAX_LONG))
 
 
 def _id_prefix(dedup_id: bytes) -> bytes:
-    return _BASE + _U32.pack(len(dedup_id)) + dedup_id
+    return _BASE + encode_key(dedup_id)
 
 
 def encode_origin(origin: RecordMetadata | None) -> bytes:
@@ -87,38 +81,24 @@ class DedupEntry:
         return self.origin is not None and origin is not None and self.origin == origin
 
 
-class DedupStore(StateStore):
+class DedupStore(BytesLayoutStore):
     """Finds an id's records in a time range and purges old records, both by range scans."""
 
     kind = "dedup"
 
-    def __init__(self, inner: KeyValueBytesStore) -> None:
-        self.name = inner.name
-        self.inner = inner
-        self.persistent = inner.persistent
-
-    # ---- lifecycle -------------------------------------------------------------------------
+    #: Index keys below this are known deleted in this open session, so a purge starts here
+    #: instead of re-walking the tombstones of every earlier purge (reset on every open).
+    _purged_below: bytes = _INDEX
 
     def init(self, context: StateStoreContext) -> None:
-        self.inner.init(context)
+        self._purged_below = _INDEX
+        super().init(context)
 
     def open_standalone(self) -> DedupStore:
         """Open without a task (tools, tests), if the inner store supports it."""
-        opener = getattr(self.inner, "open_standalone", None)
-        if opener is None:
-            raise StoreError(f"store {self.name!r} cannot be opened without a task")
-        opener()
+        self._purged_below = _INDEX
+        self._open_inner_standalone()
         return self
-
-    @property
-    def is_open(self) -> bool:
-        return self.inner.is_open
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        self.inner.close()
 
     # ---- typed API -------------------------------------------------------------------------
 
@@ -143,7 +123,10 @@ class DedupStore(StateStore):
             raise StoreError(f"origin must be RecordMetadata, int or None, got {origin!r}")
         ts = encode_ts(timestamp)
         self.inner.put(_id_prefix(dedup_id) + ts, encode_origin(origin))
-        self.inner.put(_INDEX + ts + dedup_id, _MARKER)
+        index_key = _INDEX + ts + dedup_id
+        self.inner.put(index_key, _MARKER)
+        if index_key < self._purged_below:
+            self._purged_below = _INDEX + ts
 
     def find(self, dedup_id: bytes, time_from: int, time_to: int) -> list[DedupEntry]:
         """Entries of ``dedup_id`` with ``time_from <= timestamp <= time_to``, oldest first."""
@@ -153,7 +136,7 @@ class DedupStore(StateStore):
         prefix = _id_prefix(dedup_id)
         start = len(prefix)
         return [
-            DedupEntry(dedup_id, decode_ts(key[start:]), decode_origin(value))
+            DedupEntry(dedup_id, decode_ts(key, start), decode_origin(value))
             for key, value in self.inner.range(
                 prefix + encode_ts(time_from), prefix + encode_ts(time_to)
             )
@@ -161,7 +144,7 @@ class DedupStore(StateStore):
 
     def fetch(self, dedup_id: bytes) -> list[DedupEntry]:
         """Every entry of ``dedup_id``, oldest first."""
-        return self.find(dedup_id, _TS_MIN, _TS_MAX)
+        return self.find(dedup_id, MIN_LONG, MAX_LONG)
 
     def remove(self, dedup_id: bytes, timestamp: int) -> bool:
         """Delete one entry; True if it existed."""
@@ -174,25 +157,27 @@ class DedupStore(StateStore):
     def purge_expired(self, before: int) -> int:
         """Delete every entry with ``timestamp < before``; return how many were deleted.
 
-        A range scan of the time index from its start: only expired entries are visited.
+        A range scan of the time index from where the previous purge stopped: only expired
+        entries are visited.
         """
         upper = _INDEX + encode_ts(before)
         expired = []
-        for key, _ in self.inner.range(_INDEX, upper):
+        for key, _ in self.inner.range(self._purged_below, upper):
             if key[:9] >= upper:  # ``upper`` itself (an empty id at ``before``) is not expired
                 break
             expired.append((key[1:9], key[9:]))
         for ts, dedup_id in expired:
             self.inner.put(_id_prefix(dedup_id) + ts, None)
             self.inner.put(_INDEX + ts + dedup_id, None)
+        if upper > self._purged_below:
+            self._purged_below = upper
         return len(expired)
 
     def entries(self) -> Iterator[DedupEntry]:
         """Every entry, by id (length, then bytes) and time."""
         for key, value in self.inner.prefix_scan(_BASE):
-            (length,) = _U32.unpack_from(key, 1)
-            dedup_id = key[5 : 5 + length]
-            yield DedupEntry(dedup_id, decode_ts(key[5 + length :]), decode_origin(value))
+            dedup_id, offset = decode_key(key, 1)
+            yield DedupEntry(dedup_id, decode_ts(key, offset), decode_origin(value))
 
     def approximate_num_entries(self) -> int:
         """Number of (id, timestamp) entries (each is stored as two bytes-store keys)."""
@@ -200,20 +185,12 @@ class DedupStore(StateStore):
 
 
 @dataclass
-class DedupStoreBuilder:
+class DedupStoreBuilder(SupplierStoreBuilder):
     """Builds a ``DedupStore`` per task over a bytes store of the supplier's kind; the
     supplier adds changelogging unless logging is disabled."""
 
     supplier: KeyValueBytesStoreSupplier
     logging_enabled: bool = True
 
-    @property
-    def name(self) -> str:
-        return self.supplier.name
-
-    def with_logging_disabled(self) -> DedupStoreBuilder:
-        self.logging_enabled = False
-        return self
-
     def build(self) -> DedupStore:
-        return DedupStore(self.supplier.with_logging(self.logging_enabled).get())
+        return DedupStore(self._inner())

@@ -4,42 +4,23 @@ A segmented store keeps every entry under a key that begins with its segment id,
 order-preserving encoding of ``time // segment_interval``. All entries of a segment are thus
 contiguous, and expiring segments is a single range delete on the inner store: no side
 structure exists that a restore from the changelog would have to rebuild.
+``SegmentedLayoutStore`` is the lifecycle and write path the window and session stores share.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable, Iterator
+from typing import Any
 
+from streamtide.errors import StoreError
+from streamtide.processor.api import StateStoreContext
+from streamtide.serde import Serde
 from streamtide.state.api import KeyValueBytesStore
+from streamtide.state.encoding import decode_long, encode_long
+from streamtide.state.layout import SerdeLayoutStore
 
 NUM_SEGMENTS = 3
 MIN_SEGMENT_INTERVAL_MS = 60_000
-
-_U64 = struct.Struct(">Q")
-_U32 = struct.Struct(">I")
-_BIAS = 1 << 63
-
-
-def encode_long(value: int) -> bytes:
-    """8 bytes whose unsigned order is the signed order of ``value``."""
-    return _U64.pack(value + _BIAS)
-
-
-def decode_long(data: bytes, offset: int = 0) -> int:
-    return _U64.unpack_from(data, offset)[0] - _BIAS
-
-
-def encode_key(key: bytes) -> bytes:
-    """A length-prefixed key, so that one key's entries never mix with a longer key's."""
-    return _U32.pack(len(key)) + key
-
-
-def decode_key(data: bytes, offset: int) -> tuple[bytes, int]:
-    """The key at ``offset`` and the offset just after it."""
-    length = _U32.unpack_from(data, offset)[0]
-    start = offset + 4
-    return data[start : start + length], start + length
 
 
 def segment_interval(retention_ms: int, num_segments: int = NUM_SEGMENTS) -> int:
@@ -123,3 +104,54 @@ class Segments:
             return False
         self.inner.delete_range(None, bound)
         return True
+
+
+class SegmentedLayoutStore(SerdeLayoutStore):
+    """A serde layout whose entries are kept in time segments (window and session stores)."""
+
+    def __init__(
+        self,
+        inner: KeyValueBytesStore,
+        retention_ms: int,
+        key_serde: Serde | None = None,
+        value_serde: Serde | None = None,
+    ) -> None:
+        if retention_ms < 0:
+            raise ValueError(f"{self.label} retention must not be negative, got {retention_ms}")
+        super().__init__(inner, key_serde, value_serde)
+        self.retention_ms = retention_ms
+        self._segments: Segments | None = None
+
+    def init(self, context: StateStoreContext) -> None:
+        super().init(context)
+        self._segments = Segments(
+            self.inner,
+            self.retention_ms,
+            context.current_stream_time_ms,
+            horizon_ms=self._segment_horizon_ms(),
+        )
+
+    def _segment_horizon_ms(self) -> int:
+        """How long before the time that expires the indexed time lies (see ``Segments``)."""
+        return 0
+
+    @property
+    def segment_interval(self) -> int:
+        return self._open().interval
+
+    def _open(self) -> Segments:
+        if self._segments is None or not self.inner.is_open:
+            raise StoreError(f"{self.label} {self.name!r} is not open")
+        return self._segments
+
+    def _write(self, segments: Segments, raw_key: bytes, time: int, value: Any) -> None:
+        """Store ``value`` under ``raw_key``, indexed at ``time``; None deletes. Writes to an
+        expired time are ignored; segments that expired entirely are dropped first."""
+        if value is None:
+            self.inner.put(raw_key, None)
+            return
+        segments.drop_expired()
+        if not segments.is_live(time):
+            return
+        segments.note_time(time)
+        self.inner.put(raw_key, self.value_serde.serialize(value))  # type: ignore[union-attr]

@@ -16,25 +16,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from streamtide.errors import StoreError
-from streamtide.processor.api import StateStore, StateStoreContext
 from streamtide.serde import Serde
-from streamtide.state.api import KeyValueBytesStore
-from streamtide.state.segments import (
-    Segments,
+from streamtide.state.encoding import (
+    MAX_LONG,
+    MIN_LONG,
     decode_key,
     decode_long,
     encode_key,
     encode_long,
 )
-from streamtide.state.stores import KeyValueBytesStoreSupplier
+from streamtide.state.segments import SegmentedLayoutStore, Segments
+from streamtide.state.stores import KeyValueBytesStoreSupplier, SupplierStoreBuilder
 from streamtide.window import Window, Windowed
 
-_MAX_LONG = (1 << 63) - 1
-_MIN_LONG = -(1 << 63)
 
-
-class SessionStore(StateStore):
+class SessionStore(SegmentedLayoutStore):
     """Sessions of each key with their aggregates (see the module docstring for the layout).
 
     A session whose end is older than ``stream_time - retention`` is expired: lookups never
@@ -43,57 +39,9 @@ class SessionStore(StateStore):
     """
 
     kind = "session"
-
-    def __init__(
-        self,
-        inner: KeyValueBytesStore,
-        retention_ms: int,
-        key_serde: Serde | None = None,
-        value_serde: Serde | None = None,
-    ) -> None:
-        if retention_ms < 0:
-            raise ValueError(f"session store retention must not be negative, got {retention_ms}")
-        self.name = inner.name
-        self.inner = inner
-        self.persistent = inner.persistent
-        self.retention_ms = retention_ms
-        self.key_serde = key_serde
-        self.value_serde = value_serde
-        self._segments: Segments | None = None
-
-    # ---- lifecycle -----------------------------------------------------------------------
-
-    def init(self, context: StateStoreContext) -> None:
-        self.key_serde = self.key_serde or context.default_key_serde
-        self.value_serde = self.value_serde or context.default_value_serde
-        self.inner.init(context)
-        self._segments = Segments(self.inner, self.retention_ms, context.current_stream_time_ms)
-
-    @property
-    def is_open(self) -> bool:
-        return self.inner.is_open
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        self.inner.close()
-
-    @property
-    def segment_interval(self) -> int:
-        return self._open().interval
-
-    def _open(self) -> Segments:
-        if self._segments is None or not self.inner.is_open:
-            raise StoreError(f"session store {self.name!r} is not open")
-        return self._segments
+    label = "session store"
 
     # ---- encoding ------------------------------------------------------------------------
-
-    def _key_bytes(self, key: Any) -> bytes:
-        if key is None:
-            raise StoreError(f"session store {self.name!r} does not accept a None key")
-        return self.key_serde.serialize(key)  # type: ignore[union-attr, return-value]
 
     def _entry_key(self, segments: Segments, key: bytes, start: int, end: int) -> bytes:
         return (
@@ -118,14 +66,7 @@ class SessionStore(StateStore):
         segments = self._open()
         start, end = session.window.start, session.window.end
         raw = self._entry_key(segments, self._key_bytes(session.key), start, end)
-        if aggregate is None:
-            self.inner.put(raw, None)
-            return
-        segments.drop_expired()
-        if not segments.is_live(end):
-            return
-        segments.note_time(end)
-        self.inner.put(raw, self.value_serde.serialize(aggregate))  # type: ignore[union-attr]
+        self._write(segments, raw, end, aggregate)
 
     def remove(self, session: Windowed) -> None:
         """Delete ``session`` (no-op when it is not stored)."""
@@ -144,8 +85,8 @@ class SessionStore(StateStore):
         low_end = max(earliest_session_end, segments.live_from())
         for segment in segments.live_segments(earliest_session_end):
             prefix = segments.prefix(segment) + encoded
-            low = prefix + encode_long(low_end) + encode_long(_MIN_LONG)
-            high = prefix + encode_long(_MAX_LONG) + encode_long(_MAX_LONG)
+            low = prefix + encode_long(low_end) + encode_long(MIN_LONG)
+            high = prefix + encode_long(MAX_LONG) + encode_long(MAX_LONG)
             for raw_key, raw_value in self.inner.range(low, high):
                 start = decode_long(raw_key, len(prefix) + 8)
                 if start <= latest_session_start:
@@ -154,7 +95,7 @@ class SessionStore(StateStore):
 
     def fetch(self, key: Any) -> list[tuple[Windowed, Any]]:
         """Every live session of ``key``, ordered by end, then start."""
-        return self.find_sessions(key, _MIN_LONG, _MAX_LONG)
+        return self.find_sessions(key, MIN_LONG, MAX_LONG)
 
     def fetch_session(self, key: Any, start: int, end: int) -> Any:
         """The aggregate of exactly the session ``[start, end]`` of ``key``, or None."""
@@ -169,19 +110,16 @@ class SessionStore(StateStore):
         segments = self._open()
         found = []
         live_from = segments.live_from()
-        for segment in segments.live_segments(_MIN_LONG):
+        for segment in segments.live_segments(MIN_LONG):
             for raw_key, raw_value in segments.scan(segment):
                 windowed, value = self._decode(raw_key, raw_value)
                 if windowed.window.end >= live_from:
                     found.append((windowed, value))
         return found
 
-    def approximate_num_entries(self) -> int:
-        return self.inner.approximate_num_entries()
-
 
 @dataclass
-class SessionStoreBuilder:
+class SessionStoreBuilder(SupplierStoreBuilder):
     """Builds one ``SessionStore`` per task over the supplier's bytes store (changelogged by the
     supplier unless logging is disabled)."""
 
@@ -191,14 +129,5 @@ class SessionStoreBuilder:
     value_serde: Serde | None = None
     logging_enabled: bool = True
 
-    @property
-    def name(self) -> str:
-        return self.supplier.name
-
-    def with_logging_disabled(self) -> SessionStoreBuilder:
-        self.logging_enabled = False
-        return self
-
     def build(self) -> SessionStore:
-        inner = self.supplier.with_logging(self.logging_enabled).get()
-        return SessionStore(inner, self.retention_ms, self.key_serde, self.value_serde)
+        return SessionStore(self._inner(), self.retention_ms, self.key_serde, self.value_serde)

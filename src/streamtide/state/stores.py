@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from streamtide.errors import TopologyError
 from streamtide.serde import Serde
@@ -56,8 +56,31 @@ class KeyValueBytesStoreSupplier:
         return replace(self, logging_enabled=enabled)
 
 
+_B = TypeVar("_B", bound="SupplierStoreBuilder")
+
+
+class SupplierStoreBuilder:
+    """What the builders of stores laid out over a supplier's bytes store share (the
+    dataclasses below and the window, session and dedup store builders declare the fields)."""
+
+    supplier: KeyValueBytesStoreSupplier
+    logging_enabled: bool
+
+    @property
+    def name(self) -> str:
+        return self.supplier.name
+
+    def with_logging_disabled(self: _B) -> _B:
+        self.logging_enabled = False
+        return self
+
+    def _inner(self) -> KeyValueBytesStore:
+        """A new bytes store for one task, changelogged unless logging is disabled."""
+        return self.supplier.with_logging(self.logging_enabled).get()
+
+
 @dataclass
-class KeyValueStoreBuilder:
+class KeyValueStoreBuilder(SupplierStoreBuilder):
     """Builds a typed key-value store per task; logging (changelog) is on by default."""
 
     supplier: KeyValueBytesStoreSupplier
@@ -66,22 +89,13 @@ class KeyValueStoreBuilder:
     logging_enabled: bool = True
     log_config: dict[str, Any] = field(default_factory=dict)
 
-    @property
-    def name(self) -> str:
-        return self.supplier.name
-
     def with_logging_enabled(self, config: dict[str, Any] | None = None) -> KeyValueStoreBuilder:
         self.logging_enabled = True
         self.log_config = dict(config or {})
         return self
 
-    def with_logging_disabled(self) -> KeyValueStoreBuilder:
-        self.logging_enabled = False
-        return self
-
     def build(self) -> SerdeKeyValueStore:
-        inner = self.supplier.with_logging(self.logging_enabled).get()
-        return SerdeKeyValueStore(inner, self.key_serde, self.value_serde)
+        return SerdeKeyValueStore(self._inner(), self.key_serde, self.value_serde)
 
 
 def _check_name(name: str) -> str:

@@ -6,12 +6,12 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from streamtide.errors import StoreError
-from streamtide.processor.api import StateStoreContext
 from streamtide.serde import Serde
 from streamtide.state.api import KeyValueBytesStore, KeyValueStore
+from streamtide.state.layout import SerdeLayoutStore
 
 
-class SerdeKeyValueStore(KeyValueStore[Any, Any]):
+class SerdeKeyValueStore(SerdeLayoutStore, KeyValueStore[Any, Any]):
     """Applies key and value serdes around an ordered bytes store.
 
     Serdes left as None are taken from the task's defaults when the store is opened.
@@ -20,54 +20,36 @@ class SerdeKeyValueStore(KeyValueStore[Any, Any]):
     def __init__(
         self, inner: KeyValueBytesStore, key_serde: Serde | None, value_serde: Serde | None
     ) -> None:
-        self.name = inner.name
-        self.inner = inner
-        self.persistent = inner.persistent
-        self.key_serde = key_serde
-        self.value_serde = value_serde
-
-    def init(self, context: StateStoreContext) -> None:
-        self.key_serde = self.key_serde or context.default_key_serde
-        self.value_serde = self.value_serde or context.default_value_serde
-        self.inner.init(context)
+        super().__init__(inner, key_serde, value_serde)
 
     def open_standalone(self) -> SerdeKeyValueStore:
         """Open without a task (serdes must have been given)."""
         if self.key_serde is None or self.value_serde is None:
             raise StoreError(f"store {self.name!r} needs serdes to be opened standalone")
-        self.inner.open_standalone()  # type: ignore[attr-defined]
+        self._open_inner_standalone()
         return self
 
-    @property
-    def is_open(self) -> bool:
-        return self.inner.is_open
-
-    def _key(self, key: Any) -> bytes:
-        if key is None:
-            raise StoreError(f"store {self.name!r} does not accept a None key")
-        return self.key_serde.serialize(key)  # type: ignore[union-attr, return-value]
-
     def get(self, key: Any) -> Any:
-        return self.value_serde.deserialize(self.inner.get(self._key(key)))  # type: ignore[union-attr]
+        return self.value_serde.deserialize(self.inner.get(self._key_bytes(key)))  # type: ignore[union-attr]
 
     def put(self, key: Any, value: Any) -> None:
-        self.inner.put(self._key(key), self.value_serde.serialize(value))  # type: ignore[union-attr]
+        self.inner.put(self._key_bytes(key), self.value_serde.serialize(value))  # type: ignore[union-attr]
 
     def put_if_absent(self, key: Any, value: Any) -> Any:
         existing = self.inner.put_if_absent(
-            self._key(key),
+            self._key_bytes(key),
             self.value_serde.serialize(value),  # type: ignore[union-attr, arg-type]
         )
         return self.value_serde.deserialize(existing)  # type: ignore[union-attr]
 
     def put_all(self, entries: Iterable[tuple[Any, Any]]) -> None:
         self.inner.put_all(
-            (self._key(k), self.value_serde.serialize(v))  # type: ignore[union-attr]
+            (self._key_bytes(k), self.value_serde.serialize(v))  # type: ignore[union-attr]
             for k, v in entries
         )
 
     def delete(self, key: Any) -> Any:
-        return self.value_serde.deserialize(self.inner.delete(self._key(key)))  # type: ignore[union-attr]
+        return self.value_serde.deserialize(self.inner.delete(self._key_bytes(key)))  # type: ignore[union-attr]
 
     def _decode(self, entries: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[Any, Any]]:
         kd, vd = self.key_serde.deserialize, self.value_serde.deserialize  # type: ignore[union-attr]
@@ -75,8 +57,8 @@ class SerdeKeyValueStore(KeyValueStore[Any, Any]):
             yield kd(k), vd(v)
 
     def range(self, from_key: Any, to_key: Any) -> Iterator[tuple[Any, Any]]:
-        lo = None if from_key is None else self._key(from_key)
-        hi = None if to_key is None else self._key(to_key)
+        lo = None if from_key is None else self._key_bytes(from_key)
+        hi = None if to_key is None else self._key_bytes(to_key)
         return self._decode(self.inner.range(lo, hi))
 
     def prefix_scan(
@@ -88,12 +70,3 @@ class SerdeKeyValueStore(KeyValueStore[Any, Any]):
 
     def all(self) -> Iterator[tuple[Any, Any]]:
         return self._decode(self.inner.all())
-
-    def approximate_num_entries(self) -> int:
-        return self.inner.approximate_num_entries()
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        self.inner.close()

@@ -17,28 +17,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from streamtide.errors import StoreError
-from streamtide.processor.api import StateStore, StateStoreContext
 from streamtide.serde import Serde
 from streamtide.state.api import KeyValueBytesStore
-from streamtide.state.segments import (
-    Segments,
+from streamtide.state.encoding import (
+    MAX_LONG,
+    MIN_LONG,
     decode_key,
     decode_long,
     encode_key,
     encode_long,
 )
-from streamtide.state.stores import KeyValueBytesStoreSupplier
+from streamtide.state.segments import SegmentedLayoutStore, Segments
+from streamtide.state.stores import KeyValueBytesStoreSupplier, SupplierStoreBuilder
 from streamtide.window import Window, Windowed
 
-_MAX_LONG = (1 << 63) - 1
-_MIN_LONG = -(1 << 63)
 
-
-class WindowStore(StateStore):
+class WindowStore(SegmentedLayoutStore):
     """Values of fixed-size windows per key (see the module docstring for the layout)."""
 
     kind = "window"
+    label = "window store"
 
     def __init__(
         self,
@@ -50,56 +48,14 @@ class WindowStore(StateStore):
     ) -> None:
         if window_size_ms <= 0:
             raise ValueError(f"window size must be positive, got {window_size_ms}")
-        if retention_ms < 0:
-            raise ValueError(f"window store retention must not be negative, got {retention_ms}")
-        self.name = inner.name
-        self.inner = inner
-        self.persistent = inner.persistent
+        super().__init__(inner, retention_ms, key_serde, value_serde)
         self.window_size_ms = window_size_ms
-        self.retention_ms = retention_ms
-        self.key_serde = key_serde
-        self.value_serde = value_serde
-        self._segments: Segments | None = None
 
-    # ---- lifecycle -----------------------------------------------------------------------
-
-    def init(self, context: StateStoreContext) -> None:
-        self.key_serde = self.key_serde or context.default_key_serde
-        self.value_serde = self.value_serde or context.default_value_serde
-        self.inner.init(context)
+    def _segment_horizon_ms(self) -> int:
         # segments are indexed by window start, which expires ``size`` earlier than the end
-        self._segments = Segments(
-            self.inner,
-            self.retention_ms,
-            context.current_stream_time_ms,
-            horizon_ms=self.window_size_ms,
-        )
-
-    @property
-    def is_open(self) -> bool:
-        return self.inner.is_open
-
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        self.inner.close()
-
-    @property
-    def segment_interval(self) -> int:
-        return self._open().interval
-
-    def _open(self) -> Segments:
-        if self._segments is None or not self.inner.is_open:
-            raise StoreError(f"window store {self.name!r} is not open")
-        return self._segments
+        return self.window_size_ms
 
     # ---- encoding ------------------------------------------------------------------------
-
-    def _key_bytes(self, key: Any) -> bytes:
-        if key is None:
-            raise StoreError(f"window store {self.name!r} does not accept a None key")
-        return self.key_serde.serialize(key)  # type: ignore[union-attr, return-value]
 
     def _entry_key(self, segments: Segments, key: bytes, start: int) -> bytes:
         return segments.prefix(segments.segment_id(start)) + encode_key(key) + encode_long(start)
@@ -120,14 +76,7 @@ class WindowStore(StateStore):
         """
         segments = self._open()
         raw = self._entry_key(segments, self._key_bytes(key), window_start)
-        if value is None:
-            self.inner.put(raw, None)
-            return
-        segments.drop_expired()
-        if not segments.is_live(window_start):
-            return
-        segments.note_time(window_start)
-        self.inner.put(raw, self.value_serde.serialize(value))  # type: ignore[union-attr]
+        self._write(segments, raw, window_start, value)
 
     # ---- reads ---------------------------------------------------------------------------
 
@@ -140,7 +89,7 @@ class WindowStore(StateStore):
         return self.value_serde.deserialize(raw)  # type: ignore[union-attr]
 
     def fetch(
-        self, key: Any, time_from: int = _MIN_LONG, time_to: int = _MAX_LONG
+        self, key: Any, time_from: int = MIN_LONG, time_to: int = MAX_LONG
     ) -> list[tuple[Windowed, Any]]:
         """The key's live windows whose start is in ``[time_from, time_to]``, by start."""
         segments = self._open()
@@ -154,7 +103,7 @@ class WindowStore(StateStore):
         return found
 
     def fetch_all(
-        self, time_from: int = _MIN_LONG, time_to: int = _MAX_LONG
+        self, time_from: int = MIN_LONG, time_to: int = MAX_LONG
     ) -> list[tuple[Windowed, Any]]:
         """Every key's live windows starting in ``[time_from, time_to]``, ordered by window
         start, then serialized key."""
@@ -175,12 +124,9 @@ class WindowStore(StateStore):
         """Every live window, ordered by window start, then serialized key."""
         return self.fetch_all()
 
-    def approximate_num_entries(self) -> int:
-        return self.inner.approximate_num_entries()
-
 
 @dataclass
-class WindowStoreBuilder:
+class WindowStoreBuilder(SupplierStoreBuilder):
     """Builds one ``WindowStore`` per task over the supplier's bytes store (changelogged by the
     supplier unless logging is disabled)."""
 
@@ -191,17 +137,9 @@ class WindowStoreBuilder:
     value_serde: Serde | None = None
     logging_enabled: bool = True
 
-    @property
-    def name(self) -> str:
-        return self.supplier.name
-
-    def with_logging_disabled(self) -> WindowStoreBuilder:
-        self.logging_enabled = False
-        return self
-
     def build(self) -> WindowStore:
         return WindowStore(
-            self.supplier.with_logging(self.logging_enabled).get(),
+            self._inner(),
             self.window_size_ms,
             self.retention_ms,
             self.key_serde,
