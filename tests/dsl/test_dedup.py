@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from tests.dsl.test_dedup_support import OPERATORS, build, driver_for, key_of, run
 
 from streamtide import Serdes, StreamsProcessingError
 from streamtide.dsl.deduplicate import pack_pair, unpack_pair
 from streamtide.log.api import LogRecord
+from tests.dsl.test_dedup_support import OPERATORS, build, driver_for, key_of, run
 
 S = 1000  # ms per second
 T = 100 * S

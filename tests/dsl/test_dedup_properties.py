@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.dsl.test_dedup_support import OPERATORS, build, driver_for
 
 from streamtide import Processor, PunctuationType, Record, Serdes, StreamsConfig, Topology
 from streamtide.dsl.deduplicate import DedupIds, DeduplicateProcessor
 from streamtide.state.dedup import DedupStoreBuilder
 from streamtide.state.stores import KeyValueBytesStoreSupplier
 from streamtide.testing import TopologyTestDriver
+from tests.dsl.test_dedup_support import OPERATORS, build, driver_for
 
 
 def reference(events: list[tuple[Any, int]], interval: int) -> list[int]:

@@ -21,6 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from streamtide import StreamsApp
+from streamtide.engine.interop import build_session, list_executors
+from streamtide.log import open_log
 from tests.engine.scenarios import (
     engine_config,
     engine_outputs,
@@ -29,10 +32,6 @@ from tests.engine.scenarios import (
     session_topology,
     write_events,
 )
-
-from streamtide import StreamsApp
-from streamtide.engine.interop import build_session, list_executors
-from streamtide.log import open_log
 
 
 def start_cluster():

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+
+from streamtide import StreamsApp
 from tests.engine.scenarios import (
     SCENARIOS,
     engine_config,
@@ -11,8 +13,6 @@ from tests.engine.scenarios import (
     make_events,
     write_events,
 )
-
-from streamtide import StreamsApp
 
 pytestmark = pytest.mark.spark
 

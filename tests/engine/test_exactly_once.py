@@ -6,17 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.engine.scenarios import (
-    JSON,
-    STRING,
-    by_user_key,
-    engine_config,
-    engine_outputs,
-    expected_outputs,
-    make_events,
-    session_topology,
-    write_events,
-)
 
 from streamtide import (
     Consumed,
@@ -29,6 +18,17 @@ from streamtide import (
 )
 from streamtide.engine.app_dir import AppDirectory
 from streamtide.log import LogRecord, open_log
+from tests.engine.scenarios import (
+    JSON,
+    STRING,
+    by_user_key,
+    engine_config,
+    engine_outputs,
+    expected_outputs,
+    make_events,
+    session_topology,
+    write_events,
+)
 
 pytestmark = pytest.mark.spark
 

@@ -80,7 +80,16 @@ class StreamsApp:
     @property
     def spark(self) -> Any:
         if self._spark is None:
-            self._spark = build_session(self._master, f"streamtide-{self.config.application_id}")
+            from pyspark.sql import SparkSession
+
+            active = SparkSession.getActiveSession()
+            if active is not None:  # someone else's session: use it, never stop it
+                self._owns_spark = False
+                self._spark = active
+            else:
+                self._spark = build_session(
+                    self._master, f"streamtide-{self.config.application_id}"
+                )
         return self._spark
 
     def _ensure_started(self) -> None:

@@ -29,7 +29,7 @@ class TaskContext(ProcessorContext):
     def __init__(self, task: StreamTask) -> None:
         self._task = task
         self.current_node: Any = None
-        self.current_metadata: RecordMetadata | None = None
+        self._source: tuple[str, int, int | None] | None = None
         self._schedule_counts: dict[str, int] = {}
         self._flush_listeners: list[tuple[Any, Callable[[], None]]] = []
 
@@ -107,7 +107,17 @@ class TaskContext(ProcessorContext):
         return self._task.clock.now_ms()
 
     def record_metadata(self) -> RecordMetadata | None:
-        return self.current_metadata
+        source = self._source
+        if source is None or source[2] is None:
+            return None
+        return RecordMetadata(*source)  # type: ignore[arg-type]
+
+    def set_source(self, topic: str, partition: int, offset: int | None) -> None:
+        """Where the record being processed comes from (metadata is built only if asked)."""
+        self._source = (topic, partition, offset)
+
+    def clear_source(self) -> None:
+        self._source = None
 
     def register_flush_listener(self, listener: Callable[[], None]) -> None:
         self._flush_listeners.append((self.current_node, listener))

@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from streamtide.runtime.collector import RecordCollector
 
 
+#: Distinct keys whose partition a sink remembers before it starts over.
+_PARTITION_CACHE_SIZE = 100_000
+
+
 class ProcessorNode:
     """A processor instance with its place in the graph."""
 
@@ -76,8 +80,13 @@ class SinkNode:
         self.children: list[Any] = []
         self.children_by_name: dict[str, Any] = {}
         self.stores: frozenset[str] = frozenset()
+        self.processor = self  # dispatch calls ``node.processor.process`` on every node
         self._keyless = 0
+        self._partitions: dict[bytes, int] = {}  # keys repeat: hash each one once
         self._num_partitions: int | None = None
+
+    def process(self, record: Record) -> None:
+        self.send(record)
 
     def send(self, record: Record) -> None:
         try:
@@ -114,5 +123,9 @@ class SinkNode:
                 partition = self._keyless % n
                 self._keyless += 1
             else:
-                partition = partition_for_key(key, n)
+                partition = self._partitions.get(key)
+                if partition is None:
+                    if len(self._partitions) >= _PARTITION_CACHE_SIZE:
+                        self._partitions.clear()
+                    partition = self._partitions[key] = partition_for_key(key, n)
         self.collector.send(self.topic, partition, key, value, record.timestamp, record.headers)

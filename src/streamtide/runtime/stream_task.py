@@ -17,7 +17,7 @@ from streamtide.processor.api import PunctuationType, StateStore
 from streamtide.processor.nodes import ProcessorNodeDef, SinkNodeDef, SourceNodeDef
 from streamtide.processor.punctuation import PunctuationQueue, PunctuationSchedule
 from streamtide.processor.topology import Topology
-from streamtide.record import Record, RecordMetadata
+from streamtide.record import Record
 from streamtide.runtime.collector import RecordCollector
 from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.context import TaskContext
@@ -205,7 +205,7 @@ class StreamTask:
         if record.timestamp > self.stream_time:
             self.stream_time = record.timestamp
         context = self.context
-        context.current_metadata = RecordMetadata(topic, self.partition, offset)  # type: ignore[arg-type]
+        context.set_source(topic, self.partition, offset)
         self._failed_node = None
         try:
             for child in source.children:
@@ -213,7 +213,7 @@ class StreamTask:
         except Exception as exc:
             raise self._wrap(exc, topic, offset) from exc
         finally:
-            context.current_metadata = None
+            context.clear_source()
             context.current_node = None
         self.metrics.increment("processed-records")
         self.punctuate_stream_time()
@@ -225,10 +225,7 @@ class StreamTask:
         previous = context.current_node
         context.current_node = node
         try:
-            if isinstance(node, SinkNode):
-                node.send(record)
-            else:
-                node.processor.process(record)
+            node.processor.process(record)
         except Exception:
             if self._failed_node is None:
                 self._failed_node = node.name
@@ -305,7 +302,7 @@ class StreamTask:
     def _in_node(self, node: Any, action: Any, what: str) -> None:
         context = self.context
         context.current_node = node
-        context.current_metadata = None
+        context.clear_source()
         self._failed_node = None
         try:
             action()

@@ -1,0 +1,119 @@
+"""StreamsApp in the background, status, Spark interop and the run/status commands."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from streamtide import StreamsApp
+from streamtide.cli import main
+from streamtide.engine.app import read_status
+from streamtide.log import open_log
+from streamtide.spark import read_topic
+from tests.engine.scenarios import (
+    engine_config,
+    engine_outputs,
+    expected_outputs,
+    make_events,
+    session_topology,
+    write_events,
+)
+
+pytestmark = pytest.mark.spark
+
+
+def test_started_app_processes_input_as_it_arrives_and_stops(spark, log_url, tmp_path) -> None:
+    events = make_events(120, seed=8)
+    write_events(log_url, events[:60])
+    config = engine_config(log_url, str(tmp_path / "state"), commit_interval=200)
+    app = StreamsApp(session_topology(), config, spark=spark).start()
+    try:
+        deadline = time.monotonic() + 120
+        while (app.last_progress is None or app.input_waiting()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        write_events(log_url, events[60:])
+        while time.monotonic() < deadline:
+            if (
+                app.last_progress
+                and not app.input_waiting()
+                and engine_outputs(log_url, "session") == expected_outputs("session", events)
+            ):
+                break
+            time.sleep(0.2)
+        assert app.await_termination(timeout=0.1) is False  # still running
+    finally:
+        app.stop()
+    assert engine_outputs(log_url, "session") == expected_outputs("session", events)
+    assert spark.sparkContext._jsc is not None  # a session it was given is never stopped
+    status = app.status()
+    assert set(status["tasks"]) == {"0_0", "0_1"}
+    assert all(row["lag"] == 0 and row["owner"] == "driver" for row in status["tasks"].values())
+
+
+def test_read_topic_gives_a_dataframe_of_committed_records(spark, log_url, tmp_path) -> None:
+    events = make_events(50, seed=6)
+    write_events(log_url, events)
+    frame = read_topic(spark, log_url, "events")
+    assert frame.columns == ["key", "value", "topic", "partition", "offset", "timestamp"]
+    assert frame.count() == len(events)
+    assert sorted(r.key.decode() for r in frame.select("key").collect()) == sorted(
+        u for u, _, _ in events
+    )
+
+
+def test_run_and_status_commands(spark, log_url, tmp_path, monkeypatch) -> None:
+    events = make_events(80, seed=12)
+    write_events(log_url, events)
+    module = tmp_path / "user_topology.py"
+    module.write_text(
+        "from tests.engine.scenarios import session_topology\n"
+        "def topology():\n    return session_topology()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    runner = CliRunner()
+    result = runner.invoke(
+        main,
+        [
+            "run",
+            "user_topology:topology",
+            "--application-id",
+            "cli-app",
+            "--log",
+            log_url,
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--until-caught-up",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "batch 0:" in result.output
+    assert spark.sparkContext._jsc is not None  # the shared session survived
+    status = runner.invoke(main, ["status", "--application-id", "cli-app", "--log", log_url])
+    assert status.exit_code == 0, status.output
+    assert "0_0" in status.output and "0_1" in status.output
+    info = read_status(engine_config(log_url, str(tmp_path), app="cli-app"))
+    assert info["last_batch"] >= 0 and info["batches"]
+    log = open_log(log_url)
+    assert sum(log.end_offset("out", p) for p in range(2)) > 0
+
+
+def test_run_reports_a_bad_target_clearly(tmp_path) -> None:
+    result = CliRunner().invoke(
+        main,
+        ["run", "no_such_module:topology", "--application-id", "x", "--log", f"file://{tmp_path}"],
+    )
+    assert result.exit_code == 1
+    assert "cannot import module 'no_such_module'" in result.output
+
+
+def test_spark_connect_sessions_are_rejected() -> None:
+    from streamtide.engine.interop import spark_context
+    from streamtide.errors import ConfigError
+
+    class ConnectLike:
+        pass
+
+    with pytest.raises(ConfigError, match="Spark Connect"):
+        spark_context(ConnectLike())
