@@ -25,6 +25,7 @@ from streamtide import StreamsApp
 from streamtide.engine.interop import build_session, list_executors
 from streamtide.log import open_log
 from tests.engine.scenarios import (
+    SCENARIOS,
     engine_config,
     engine_outputs,
     expected_outputs,
@@ -81,10 +82,25 @@ def main(workdir: str) -> None:
     write_events(log_url, first)
     spark = start_cluster()
     sc = spark.sparkContext
+    equal_by_scenario = {}
+    for name in ("dedup", "punctuation"):
+        url = f"file://{root / name / 'log'}"
+        scenario_events = make_events(200, seed=len(name))
+        write_events(url, scenario_events)
+        other = StreamsApp(
+            SCENARIOS[name][0](), engine_config(url, str(root / name / "state")), spark=spark
+        )
+        runs = other.run_until_caught_up(timeout=600)
+        equal_by_scenario[name] = (
+            engine_outputs(url, name) == expected_outputs(name, scenario_events)
+            and placement_ok(runs)
+            and len({e for p in runs for e in p.ran_on.values()}) == 2
+        )
     config = engine_config(log_url, str(root / "state"), num_standby_replicas=1)
     app = StreamsApp(session_topology(), config, spark=spark)
     progress = app.run_until_caught_up(timeout=600)
     result = {
+        "other_scenarios": equal_by_scenario,
         "executors": [e.id for e in list_executors(sc)],
         "batches_before": len(progress),
         "placement_before": placement_ok(progress),

@@ -26,6 +26,7 @@ def test_tasks_run_where_assigned_and_move_to_their_standby_on_executor_loss(tmp
     lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, f"scenario failed:\n{run.stdout[-3000:]}\n{run.stderr[-5000:]}"
     result = json.loads(lines[-1][len("RESULT ") :])
+    assert result["other_scenarios"] == {"dedup": True, "punctuation": True}
     assert len(result["executors"]) == 2
     assert result["batches_before"] >= 3
     assert result["placement_before"], "every task ran on the executor the assignment named"
