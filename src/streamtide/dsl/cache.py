@@ -36,9 +36,14 @@ class EmitCache:
         if not self.enabled:
             self.context.forward(record)
             return
-        key = _cache_key(record.key)
-        self._pending.pop(key, None)
-        self._pending[key] = record
+        pending = self._pending
+        key = record.key
+        try:
+            pending.pop(key, None)  # the last update moves to the end of the emit order
+        except TypeError:  # an unhashable key (a dict, a list): use a stand-in
+            key = _cache_key(key)
+            pending.pop(key, None)
+        pending[key] = record
 
     def flush(self) -> None:
         pending, self._pending = self._pending, {}

@@ -116,6 +116,10 @@ class PunctuationQueue:
     def __len__(self) -> int:
         return len(self.schedules())
 
+    def __bool__(self) -> bool:
+        """Cheap: whether any schedule may still fire (cancelled ones may linger)."""
+        return bool(self._heap) or bool(self._pending)
+
 
 def start_time(
     punctuation_type: PunctuationType, interval: int, align: str, wall_now: int

@@ -76,6 +76,8 @@ class StreamTask:
             PunctuationType.STREAM_TIME: PunctuationQueue(PunctuationType.STREAM_TIME),
             PunctuationType.WALL_CLOCK_TIME: PunctuationQueue(PunctuationType.WALL_CLOCK_TIME),
         }
+        self._stream_queue = self._queues[PunctuationType.STREAM_TIME]
+        self._wall_queue = self._queues[PunctuationType.WALL_CLOCK_TIME]
         self.context = TaskContext(self)
         self.state_manager = state_manager or TaskStateManager(topology, self.subtopology.stores)
         self._nodes: dict[str, Any] = {}
@@ -216,8 +218,10 @@ class StreamTask:
             context.clear_source()
             context.current_node = None
         self.metrics.increment("processed-records")
-        self.punctuate_stream_time()
-        self.punctuate_wall_clock()
+        if self._stream_queue:
+            self.punctuate_stream_time()
+        if self._wall_queue:
+            self.punctuate_wall_clock()
 
     def dispatch(self, node: Any, record: Record) -> None:
         """Run ``node`` on ``record`` with the context pointing at it."""
