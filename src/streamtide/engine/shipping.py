@@ -32,8 +32,9 @@ def _is_user_module(module: ModuleType | None) -> bool:
     return bool(path) and not path.startswith(_LIBRARY_ROOTS)
 
 
-def _referenced(obj: Any, depth: int = 2) -> list[Any]:
-    """``obj`` and the functions/classes it refers to through closures and globals."""
+def _referenced(obj: Any, depth: int = 3) -> list[Any]:
+    """``obj`` and the functions/classes it refers to through closures, globals and (for
+    plain objects such as an operator's settings) their attributes."""
     found = [obj]
     if depth == 0:
         return found
@@ -43,8 +44,12 @@ def _referenced(obj: Any, depth: int = 2) -> list[Any]:
     if code is not None:
         module_globals = getattr(obj, "__globals__", {})
         values += [module_globals[n] for n in code.co_names if n in module_globals]
+    if code is None and not inspect.isclass(obj):  # an object: look at what it holds
+        values += list(getattr(obj, "__dict__", {}).values())
+        values += [getattr(obj, n) for n in getattr(type(obj), "__slots__", ()) if hasattr(obj, n)]
     for value in values:
-        if inspect.isclass(value) or inspect.isfunction(value):
+        holds_code = callable(value) or hasattr(value, "__dict__")
+        if holds_code and not inspect.ismodule(value):
             found += _referenced(value, depth - 1)
     return found
 
@@ -69,7 +74,10 @@ def ship_user_modules(topology: Topology) -> list[str]:
         elif isinstance(node, SinkNodeDef) and node.partitioner is not None:
             targets = _referenced(node.partitioner)
         for target in targets:
-            module = sys.modules.get(getattr(target, "__module__", "") or "")
+            module_name = getattr(target, "__module__", None)
+            if not isinstance(module_name, str):
+                module_name = getattr(type(target), "__module__", "")
+            module = sys.modules.get(module_name)
             if _is_user_module(module) and module.__name__ not in names:
                 cloudpickle.register_pickle_by_value(module)
                 names.add(module.__name__)
