@@ -1,0 +1,131 @@
+"""Spark's own streaming operators on the same events: Structured Streaming over the Parquet
+copy of the input (one file per micro-batch), ``trigger(availableNow=True)``, a noop sink."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.workload import Workload
+
+SCHEMA = "key STRING, id BIGINT, page STRING, ts TIMESTAMP"
+
+NOTES = {
+    "dedup": (
+        "dropDuplicatesWithinWatermark on {cols}, watermark delay {delay} ms: a copy is dropped "
+        "while the first copy's state lives (until the watermark passes its time + delay); the "
+        "watermark moves only between micro-batches, so within one micro-batch every later copy "
+        "of a {what} is dropped whatever its event time; records older than the watermark are "
+        "DROPPED (Streamtide forwards them without remembering them). Streamtide checks "
+        "[t - interval, t + interval] against entries expired by per-record stream time."
+    ),
+    "session-count": (
+        "groupBy(key, session_window(ts, {gap} ms)).count(), append mode, watermark delay "
+        "{delay} ms: each session is emitted once, when the watermark closes it (sessions "
+        "still open at the end are never emitted) and records older than the watermark are "
+        "dropped. Streamtide emits every update (tombstones for merged sessions, then the "
+        "merged count), collapsed per key by the record cache at each commit, and merges late "
+        "records into sessions kept for the 1-day retention."
+    ),
+    "punctuation": (
+        "N/A: Structured Streaming has no stream-time punctuator over a key-value store (the "
+        "nearest thing is per-key timers in transformWithState/applyInPandasWithState)."
+    ),
+}
+
+
+@dataclass
+class NativeRun:
+    """One query's wall time and its micro-batch progress reports."""
+
+    operation: str
+    seconds: float
+    progress: list[dict[str, Any]] = field(default_factory=list)
+
+    provider: str | None = None
+
+    @property
+    def data_batches(self) -> list[dict[str, Any]]:
+        return [p for p in self.progress if p.get("numInputRows", 0) > 0]
+
+    @property
+    def input_records(self) -> int:
+        return sum(p.get("numInputRows", 0) for p in self.progress)
+
+    @property
+    def output_records(self) -> int | None:
+        counts = [p.get("sink", {}).get("numOutputRows", -1) for p in self.progress]
+        return None if any(c < 0 for c in counts) else sum(counts)
+
+    @property
+    def batch_ms(self) -> list[float]:
+        """triggerExecution of every micro-batch that read input."""
+        return [float(p["durationMs"]["triggerExecution"]) for p in self.data_batches]
+
+
+def note(operation: str, w: Workload, provider: str | None = None) -> str:
+    """How Spark's ``operation`` differs from Streamtide's; ``provider``: its state store."""
+    cols = "[key]" if w.dedup_on == "key" else "[key, id]"
+    what = "key" if w.dedup_on == "key" else "key and id"
+    text = NOTES[operation].format(
+        cols=cols, what=what, delay=watermark_ms(operation, w), gap=w.session_gap_ms
+    )
+    if provider:
+        text += f" Spark reads typed Parquet columns (no JSON parsing); state store: {provider}."
+    return text
+
+
+def watermark_ms(operation: str, w: Workload) -> int:
+    """The watermark delay: the dedup interval (for sessions too, so both tolerate the same
+    out-of-order window)."""
+    return w.dedup_interval_ms
+
+
+def build_query(spark: Any, source: Path, operation: str, w: Workload) -> Any:
+    """The streaming DataFrame of ``operation`` over the Parquet files in ``source``."""
+    from pyspark.sql import functions as F
+
+    events = (
+        spark.readStream.schema(SCHEMA)
+        .option("maxFilesPerTrigger", 1)
+        .parquet(str(source))
+        .withWatermark("ts", f"{watermark_ms(operation, w)} milliseconds")
+    )
+    if operation == "dedup":
+        cols = ["key"] if w.dedup_on == "key" else ["key", "id"]
+        return events.dropDuplicatesWithinWatermark(cols)
+    if operation == "session-count":
+        window = F.session_window("ts", f"{w.session_gap_ms} milliseconds")
+        return events.groupBy("key", window).count()
+    raise ValueError(f"no Spark-native query for {operation!r}")
+
+
+def run_query(spark: Any, source: Path, checkpoint: Path, operation: str, w: Workload) -> NativeRun:
+    """Run ``operation`` until every file is consumed; the clock starts before ``start()``."""
+    previous = {
+        k: spark.conf.get(k)
+        for k in ("spark.sql.shuffle.partitions", "spark.sql.streaming.numRecentProgressUpdates")
+    }
+    spark.conf.set("spark.sql.shuffle.partitions", str(w.partitions))
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")
+    try:
+        started = time.perf_counter()
+        query = (
+            build_query(spark, source, operation, w)
+            .writeStream.format("noop")
+            .outputMode("append")
+            .option("checkpointLocation", str(checkpoint / operation))
+            .queryName(f"bench_{operation.replace('-', '_')}")
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        seconds = time.perf_counter() - started
+        provider = str(spark.conf.get("spark.sql.streaming.stateStore.providerClass"))
+        short = provider.rsplit(".", 1)[-1]
+        return NativeRun(operation, seconds, list(query.recentProgress), short)
+    finally:
+        for key, value in previous.items():
+            spark.conf.set(key, value)

@@ -1,0 +1,214 @@
+"""Streamtide end to end: each operation is its own application over the input topic, run
+through ``StreamsApp.run_until_caught_up`` on a shared SparkSession."""
+
+from __future__ import annotations
+
+import cProfile
+import io
+import os
+import pstats
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from bench.workload import TOPIC, Workload
+from streamtide import (
+    Consumed,
+    Deduplicated,
+    Materialized,
+    Processor,
+    Produced,
+    PunctuationType,
+    Record,
+    Serdes,
+    SessionWindows,
+    StreamsBuilder,
+    StreamsConfig,
+    Topology,
+)
+from streamtide.engine.app import StreamsApp
+from streamtide.engine.progress import BatchProgress
+from streamtide.state.stores import Stores
+
+STRING, INT, JSON = Serdes.string(), Serdes.int(), Serdes.json()
+OPERATIONS = ("dedup", "session-count", "punctuation")
+
+
+def event_id(key: str, value: dict[str, Any]) -> int:
+    """The id of a resent event (for ``--dedup-on event-id``)."""
+    return value["id"]
+
+
+def dedup_topology(w: Workload) -> Topology:
+    """Drop records whose key (or key and event id) was seen within the interval."""
+    builder = StreamsBuilder()
+    events = builder.stream(TOPIC, Consumed.with_(STRING, JSON))
+    interval = timedelta(milliseconds=w.dedup_interval_ms)
+    if w.dedup_on == "key":
+        unique = events.deduplicate_by_key(interval)
+    else:
+        ids = Deduplicated.with_(STRING, JSON).with_id_serde(INT)
+        unique = events.deduplicate_by_key_value(event_id, interval, ids)
+    unique.to("dedup-out", Produced.with_(STRING, JSON))
+    return builder.build()
+
+
+def session_topology(w: Workload) -> Topology:
+    """Count records per key and session (inactivity gap ``w.session_gap_ms``)."""
+    builder = StreamsBuilder()
+    (
+        builder.stream(TOPIC, Consumed.with_(STRING, JSON))
+        .group_by_key()
+        .windowed_by(SessionWindows.with_inactivity_gap(timedelta(milliseconds=w.session_gap_ms)))
+        .count(Materialized.as_("sessions"))
+        .to_stream()
+        .to("session-out", Produced.with_(Serdes.windowed(STRING), INT))
+    )
+    return builder.build()
+
+
+class PeriodicCounts(Processor):
+    """Counts records per key in a store; on a stream-time schedule emits every key's count."""
+
+    def __init__(self, every_ms: int) -> None:
+        self.every_ms = every_ms
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        self.store = context.get_state_store("counts")
+        context.schedule(
+            timedelta(milliseconds=self.every_ms), PunctuationType.STREAM_TIME, self.emit
+        )
+
+    def process(self, record: Record) -> None:
+        self.store.put(record.key, (self.store.get(record.key) or 0) + 1)
+
+    def emit(self, timestamp: int) -> None:
+        for key, count in self.store.all():
+            self.context.forward(Record(key, count, timestamp))
+
+
+def punctuation_topology(w: Workload) -> Topology:
+    """Per-key counts in a persistent store, emitted every ``w.punctuate_every_ms``."""
+    builder = StreamsBuilder()
+    builder.add_state_store(
+        Stores.key_value_store_builder(Stores.persistent_key_value_store("counts"), STRING, INT)
+    )
+    every = w.punctuate_every_ms
+    (
+        builder.stream(TOPIC, Consumed.with_(STRING, JSON))
+        .process(lambda: PeriodicCounts(every), "counts")
+        .to("punctuation-out", Produced.with_(STRING, INT))
+    )
+    return builder.build()
+
+
+NOTES = {
+    "dedup": "{op}, interval {interval} ms, RocksDB dedup store",
+    "session-count": "session count, gap {gap} ms, RocksDB session store, record cache on",
+    "punctuation": "per-key counts in a RocksDB key-value store, all emitted every {every} ms "
+    "of stream time",
+}
+
+
+def note(operation: str, w: Workload) -> str:
+    """What the Streamtide run of ``operation`` does (every run: JSON values deserialized,
+    exactly-once commits, changelogged state)."""
+    op = "deduplicate_by_key" if w.dedup_on == "key" else "deduplicate_by_key_value(event id)"
+    return NOTES[operation].format(
+        op=op, interval=w.dedup_interval_ms, gap=w.session_gap_ms, every=w.punctuate_every_ms
+    )
+
+
+TOPOLOGIES = {
+    "dedup": dedup_topology,
+    "session-count": session_topology,
+    "punctuation": punctuation_topology,
+}
+
+
+@dataclass
+class EngineRun:
+    """One operation's run: wall time of ``run_until_caught_up`` and its batches."""
+
+    operation: str
+    seconds: float
+    batches: list[BatchProgress]
+
+    @property
+    def input_records(self) -> int:
+        return sum(b.input_records for b in self.batches)
+
+    @property
+    def output_records(self) -> int:
+        return sum(b.output_records for b in self.batches)
+
+    @property
+    def batch_ms(self) -> list[float]:
+        return [b.duration_ms for b in self.batches]
+
+
+def make_app(spark: Any, log_url: str, state_root: Path, operation: str, w: Workload) -> StreamsApp:
+    """A fresh application (own id and state directory) for ``operation``."""
+    app_id = f"bench-{operation}"
+    config = StreamsConfig(
+        application_id=app_id,
+        log=log_url,
+        state_dir=str(state_root / app_id),
+        max_records_per_batch=w.batch_size,
+    )
+    return StreamsApp(TOPOLOGIES[operation](w), config, spark=spark)
+
+
+def run_operation(
+    spark: Any, log_url: str, state_root: Path, operation: str, w: Workload
+) -> EngineRun:
+    """Run ``operation`` over the whole input topic; time every batch, planning included."""
+    app = make_app(spark, log_url, state_root, operation, w)
+    try:
+        started = time.perf_counter()
+        batches = app.run_until_caught_up(timeout=900)
+        seconds = time.perf_counter() - started
+    finally:
+        app.stop()
+    return EngineRun(operation, seconds, batches)
+
+
+def _run_in_driver(sc: Any, units: list[tuple[str, Any]], work: Any) -> list[str]:
+    """Stands in for ``interop.run_pinned``: runs each work unit in this process, in turn."""
+    return [out for payload, _ in units for out in work(iter([payload]))]
+
+
+def profile_operation(
+    spark: Any,
+    log_url: str,
+    state_root: Path,
+    operation: str,
+    w: Workload,
+    *,
+    in_process: bool = False,
+    top: int = 25,
+) -> tuple[EngineRun, str]:
+    """Run ``operation`` under cProfile in the driver; return the run and the top entries by
+    cumulative time. Normally the work units run in Spark's Python workers and show up as
+    the time the driver waits for its jobs; with ``in_process`` they run one after another
+    in the driver instead (no Spark job), so the profile covers the per-record work too."""
+    import streamtide.engine.app as engine_app
+
+    pinned = engine_app.run_pinned
+    if in_process:
+        engine_app.run_pinned = _run_in_driver  # type: ignore[assignment]
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        run = run_operation(spark, log_url, state_root, operation, w)
+    finally:
+        profiler.disable()
+        engine_app.run_pinned = pinned
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats(
+        os.environ.get("STREAMTIDE_PROFILE_SORT", "cumulative")
+    ).print_stats(top)
+    return run, out.getvalue()

@@ -1,0 +1,187 @@
+"""The benchmark's workload: a seeded stream of keyed events, written once to the embedded log
+(for Streamtide and the log read) and once as Parquet files (for Spark's file source).
+
+Each key is active in bursts (events a few seconds apart) separated by idle time well above
+the session gap. Events arrive with a small random delay, so they are slightly out of order;
+a few percent arrive minutes late; and a share of them is resent (same key, event id and
+timestamp) a few seconds after the original.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from streamtide import Serdes
+from streamtide.log import LogRecord, open_log
+from streamtide.log.partitioner import partition_for_key
+
+TOPIC = "events"
+PAGES = ("/", "/search", "/product", "/cart", "/checkout")
+SECOND = 1_000
+#: 2024-01-01T00:00:00Z: event times start here (Spark shows them as readable timestamps).
+EPOCH = 1_704_067_200_000
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Parameters of the generated workload and of the operators run over it."""
+
+    events: int = 1_000_000
+    keys: int = 5_000
+    dup_rate: float = 0.05
+    late_rate: float = 0.02
+    jitter_ms: int = 3 * SECOND
+    late_ms: tuple[int, int] = (120 * SECOND, 600 * SECOND)
+    burst_events: tuple[int, int] = (3, 15)
+    burst_spacing_ms: tuple[int, int] = (500, 8 * SECOND)
+    idle_ms: tuple[int, int] = (90 * SECOND, 600 * SECOND)
+    partitions: int = 4
+    batch_size: int = 5_000
+    dedup_interval_ms: int = 10 * SECOND
+    session_gap_ms: int = 30 * SECOND
+    punctuate_every_ms: int = 60 * SECOND
+    dedup_on: str = "key"
+    seed: int = 42
+
+    def describe(self) -> dict[str, Any]:
+        """The parameters as JSON-friendly values."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+
+class Event(NamedTuple):
+    """One event as it arrives: key, event id, page, event time (ms), partition."""
+
+    key: str
+    event_id: int
+    page: str
+    ts: int
+    partition: int
+
+
+def generate(w: Workload) -> list[Event]:
+    """``w.events`` events (resends included) in arrival order; the same for the same seed."""
+    rnd = random.Random(w.seed)
+    originals = max(1, round(w.events / (1 + w.dup_rate)))
+    key_names = [f"k{i:05d}" for i in range(w.keys)]
+    string = Serdes.string()
+    partition_of = {k: partition_for_key(string.serialize(k), w.partitions) for k in key_names}
+    arriving: list[tuple[float, int, Event]] = []  # (arrival time, sequence, event)
+    per_key, extra = divmod(originals, w.keys)
+    next_id = 0
+    for index, key in enumerate(key_names):
+        remaining = per_key + (1 if index < extra else 0)
+        t = EPOCH + rnd.randrange(0, 300 * SECOND)
+        while remaining > 0:
+            for _ in range(min(remaining, rnd.randint(*w.burst_events))):
+                t += rnd.randrange(*w.burst_spacing_ms)
+                event = Event(key, next_id, rnd.choice(PAGES), t, partition_of[key])
+                if rnd.random() < w.late_rate:
+                    arrival = t + rnd.randrange(*w.late_ms)
+                else:
+                    arrival = t + rnd.random() * w.jitter_ms
+                arriving.append((arrival, next_id, event))
+                next_id += 1
+                remaining -= 1
+            t += rnd.randrange(*w.idle_ms)
+    arriving.sort()
+    resends = []
+    for _ in range(w.events - len(arriving)):
+        arrival, seq, event = rnd.choice(arriving)
+        resends.append((arrival + rnd.randrange(0, 5 * SECOND), seq, event))
+    arriving.extend(resends)
+    arriving.sort(key=lambda a: (a[0], a[1]))
+    return [event for _, _, event in arriving]
+
+
+def value_of(event: Event) -> dict[str, Any]:
+    """The JSON value a record carries."""
+    return {"id": event.event_id, "page": event.page, "ts": event.ts}
+
+
+def by_partition(events: list[Event], partitions: int) -> list[list[Event]]:
+    """The events of each partition, in arrival order."""
+    parts: list[list[Event]] = [[] for _ in range(partitions)]
+    for event in events:
+        parts[event.partition].append(event)
+    return parts
+
+
+def write_log(log_url: str, events: list[Event], w: Workload) -> None:
+    """Create ``events`` with ``w.partitions`` partitions and append the events, by key."""
+    key_serde, value_serde = Serdes.string(), Serdes.json()
+    log = open_log(log_url)
+    try:
+        log.create_topic(TOPIC, w.partitions)
+        for partition, part in enumerate(by_partition(events, w.partitions)):
+            for start in range(0, len(part), 10_000):
+                log.append(
+                    TOPIC,
+                    partition,
+                    [
+                        LogRecord(
+                            key_serde.serialize(e.key), value_serde.serialize(value_of(e)), e.ts
+                        )
+                        for e in part[start : start + 10_000]
+                    ],
+                )
+    finally:
+        log.close()
+
+
+PARQUET_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("id", pa.int64()),
+        ("page", pa.string()),
+        ("ts", pa.timestamp("ms", tz="UTC")),
+    ]
+)
+
+
+def write_parquet(directory: Path, events: list[Event], rows_per_file: int) -> int:
+    """Write the events in arrival order as numbered Parquet files of ``rows_per_file`` rows,
+    with increasing modification times (Spark's file source reads oldest first); return the
+    number of files."""
+    directory.mkdir(parents=True, exist_ok=True)
+    base = 1_700_000_000
+    files = 0
+    for files, start in enumerate(range(0, len(events), rows_per_file), 1):
+        chunk = events[start : start + rows_per_file]
+        table = pa.table(
+            {
+                "key": [e.key for e in chunk],
+                "id": [e.event_id for e in chunk],
+                "page": [e.page for e in chunk],
+                "ts": pa.array([e.ts for e in chunk], pa.timestamp("ms", tz="UTC")),
+            },
+            schema=PARQUET_SCHEMA,
+        )
+        path = directory / f"part-{files:05d}.parquet"
+        pq.write_table(table, path)
+        os.utime(path, (base + files, base + files))
+    return files
+
+
+def summary(events: list[Event], w: Workload) -> dict[str, Any]:
+    """Counts that describe the generated data (for the JSON and the printed header)."""
+    ids = {e.event_id for e in events}
+    late = 0
+    high = -1
+    for e in events:
+        if e.ts < high - w.dedup_interval_ms:
+            late += 1
+        high = max(high, e.ts)
+    span = max(e.ts for e in events) - min(e.ts for e in events)
+    return {
+        "resends": len(events) - len(ids),
+        "late_beyond_dedup_interval": late,
+        "event_time_span_s": round(span / 1000),
+        "records_per_partition": [len(p) for p in by_partition(events, w.partitions)],
+    }
