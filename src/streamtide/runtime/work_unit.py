@@ -158,17 +158,22 @@ def _run_active(
         cache_enabled=config.cache_enabled,
         state_manager=state_manager,
     )
+    phases = _Phases()
     try:
         task.initialize()
+        phases.mark("restore")
         restored = task.metrics.get("records-restored")
         read = 0
         for topic, (start, end) in active.ranges.items():
             if end > start:
                 records = list(log_.read(topic, active.partition, start, end))
                 read += task.add_records(topic, records)
+        phases.mark("read")
         task.process()
         task.punctuate_wall_clock()
+        phases.mark("process")
         state = task.commit()
+        phases.mark("commit")
         offsets = dict(state.offsets)
         for topic, (_start, end) in active.ranges.items():
             offsets[offset_key(topic, active.partition)] = end
@@ -177,9 +182,11 @@ def _run_active(
         prefix = writer_prefix(config.application_id, spec.batch, spec.stage)
         writer = f"{prefix}{active.task_id}/{attempt}"
         segments = collector.write_segments(writer)
+        phases.mark("write")
         local_offsets = getattr(state_manager, "local_offsets", lambda: {})()
     finally:
         task.close()
+        phases.mark("close")
     return {
         "task": active.task_id,
         "state": state.to_dict(),
@@ -189,8 +196,22 @@ def _run_active(
         "restored_records": restored,
         "metrics": task.metrics.as_dict(),
         "local_offsets": local_offsets,
+        "phases_ms": phases.spent,
         "duration_ms": round((time.perf_counter() - started) * 1000, 3),
     }
+
+
+class _Phases:
+    """Wall time spent in each phase of a task's run, for the report."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def mark(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.spent[phase] = round((now - self._last) * 1000, 3)
+        self._last = now
 
 
 def _update_standby(
