@@ -163,3 +163,33 @@ def test_dsl_stores_default_to_rocksdb() -> None:
         store = driver.get_key_value_store("n")
         assert isinstance(store.inner.inner, RocksDBKeyValueBytesStore)
         assert store.get("k") == 1
+
+
+def test_prefix_end_is_the_first_key_after_every_key_with_the_prefix() -> None:
+    from streamtide.state.rocksdb import _prefix_end
+
+    assert _prefix_end(b"ab") == b"ac"
+    assert _prefix_end(b"a\xff") == b"b"
+    assert _prefix_end(b"\xff\xff") is None
+    assert _prefix_end(b"") is None
+
+
+def test_bounded_scans_at_0xff_edges_and_after_mass_deletes(tmp_path) -> None:
+    from streamtide.state.rocksdb import RocksDBKeyValueBytesStore
+
+    store = RocksDBKeyValueBytesStore("edges").open_standalone(tmp_path / "edges")
+    keys = [b"a\xff", b"a\xff\x00", b"a\xff\xff", b"b", b"\xff", b"\xff\xff\x01"]
+    for key in keys:
+        store.put(key, b"v")
+    assert [k for k, _ in store.prefix_scan(b"a\xff")] == keys[:3]
+    assert [k for k, _ in store.prefix_scan(b"\xff")] == keys[4:]
+    assert [k for k, _ in store.range(b"a\xff\x00", b"b")] == keys[1:4]
+    assert [k for k, _ in store.range(b"a\xff\x00", b"b", reverse=True)] == keys[3:0:-1]
+    for i in range(5000):  # a run of deleted keys right after an empty range
+        store.put(b"c%05d" % i, b"v")
+    for i in range(5000):
+        store.put(b"c%05d" % i, None)
+    store.put(b"d", b"v")
+    assert list(store.range(b"c", b"c\xff")) == []
+    assert [k for k, _ in store.range(b"c", None)] == [b"d", *keys[4:]]
+    store.close()

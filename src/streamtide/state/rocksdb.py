@@ -12,8 +12,9 @@ import tempfile
 import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
-from rocksdict import Checkpoint, Options, Rdict, WriteBatch
+from rocksdict import Checkpoint, Options, Rdict, ReadOptions, WriteBatch
 
 from streamtide.errors import StoreError
 from streamtide.processor.api import StateStoreContext
@@ -35,6 +36,14 @@ def _options() -> Options:
 def _after(key: bytes) -> bytes:
     """The smallest key greater than ``key``."""
     return key + b"\x00"
+
+
+def _prefix_end(prefix: bytes) -> bytes | None:
+    """The smallest key greater than every key starting with ``prefix`` (None: unbounded)."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes([stripped[-1] + 1])
 
 
 class RocksDBKeyValueBytesStore(KeyValueBytesStore):
@@ -159,50 +168,58 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
     def range(
         self, from_key: bytes | None, to_key: bytes | None, reverse: bool = False
     ) -> Iterator[tuple[bytes, bytes]]:
+        """A bounded native iterator: RocksDB is told both ends, so it never walks past the
+        range over deleted entries (which made unbounded scans grow with every purge)."""
         db = self._handle()
         if from_key is not None and to_key is not None and from_key > to_key:
             return iter(())
-        if reverse:
-            if to_key is None:
-                return self._track(self._until_below(db.items(backwards=True), from_key))
-            items = db.items(backwards=True, from_key=to_key)
-            return self._track(self._until_below(items, from_key))
-        items = db.items(from_key=from_key) if from_key is not None else db.items()
-        return self._track(self._until_above(items, to_key))
+        options = ReadOptions()
+        if reverse:  # (rocksdict's lower bound misbehaves with seek_for_prev: stop by hand)
+            return self._track(self._backward(db.iter(options), from_key, to_key, options))
+        if to_key is not None:
+            options.set_iterate_upper_bound(_after(to_key))
+        return self._track(self._forward(db.iter(options), from_key, options))
 
     def _track(self, iterator: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
         self._iterators.add(iterator)
         return iterator
 
     @staticmethod
-    def _until_above(items: Iterator[tuple[bytes, bytes]], to_key: bytes | None) -> Iterator:
-        if to_key is None:
-            yield from items
-            return
-        for key, value in items:
-            if key > to_key:
-                return
-            yield key, value
+    def _forward(
+        raw: Any, from_key: bytes | None, options: ReadOptions
+    ) -> Iterator[tuple[bytes, bytes]]:
+        # ``options`` (holding the bounds) must live as long as the native iterator
+        if from_key is None:
+            raw.seek_to_first()
+        else:
+            raw.seek(from_key)
+        while raw.valid():
+            yield raw.key(), raw.value()
+            raw.next()
+        del options
 
     @staticmethod
-    def _until_below(items: Iterator[tuple[bytes, bytes]], from_key: bytes | None) -> Iterator:
-        if from_key is None:
-            yield from items
-            return
-        for key, value in items:
-            if key < from_key:
-                return
-            yield key, value
+    def _backward(
+        raw: Any, from_key: bytes | None, to_key: bytes | None, options: ReadOptions
+    ) -> Iterator[tuple[bytes, bytes]]:
+        if to_key is None:
+            raw.seek_to_last()
+        else:
+            raw.seek_for_prev(to_key)
+        while raw.valid():
+            key = raw.key()
+            if from_key is not None and key < from_key:
+                break
+            yield key, raw.value()
+            raw.prev()
+        del options
 
     def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-        return self._track(self._with_prefix(self._handle().items(from_key=prefix), prefix))
-
-    @staticmethod
-    def _with_prefix(items: Iterator[tuple[bytes, bytes]], prefix: bytes) -> Iterator:
-        for key, value in items:
-            if not key.startswith(prefix):
-                return
-            yield key, value
+        options = ReadOptions()
+        upper = _prefix_end(prefix)
+        if upper is not None:
+            options.set_iterate_upper_bound(upper)
+        return self._track(self._forward(self._handle().iter(options), prefix, options))
 
     def approximate_num_entries(self) -> int:
         """RocksDB's estimate: exact after inserts of distinct keys, above the true count
