@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from streamtide.errors import TopologyError
@@ -15,15 +14,14 @@ from streamtide.processor.punctuation import (
     validate_interval,
 )
 from streamtide.record import Record, RecordMetadata
-from streamtide.serde import Serde
+from streamtide.runtime.store_context import DelegatingStoreContext
 from streamtide.time import Duration
 
 if TYPE_CHECKING:
-    from streamtide.runtime.metrics import TaskMetrics
     from streamtide.runtime.stream_task import StreamTask
 
 
-class TaskContext(ProcessorContext):
+class TaskContext(DelegatingStoreContext, ProcessorContext):
     """Context of one task; ``current_node`` follows the record through the graph."""
 
     def __init__(self, task: StreamTask) -> None:
@@ -33,19 +31,7 @@ class TaskContext(ProcessorContext):
         self._schedule_counts: dict[str, int] = {}
         self._flush_listeners: list[tuple[Any, Callable[[], None]]] = []
 
-    # ---- ProcessorContext ---------------------------------------------------------------
-
-    @property
-    def task_id(self) -> str:
-        return self._task.task_id
-
-    @property
-    def application_id(self) -> str:
-        return self._task.application_id
-
-    @property
-    def metrics(self) -> TaskMetrics:
-        return self._task.metrics
+    # ---- ProcessorContext (task_id, application_id, metrics: DelegatingStoreContext) ----
 
     def forward(self, record: Record, child: str | None = None) -> None:
         node = self.current_node
@@ -123,18 +109,6 @@ class TaskContext(ProcessorContext):
         self._flush_listeners.append((self.current_node, listener))
 
     # ---- StateStoreContext --------------------------------------------------------------
-
-    @property
-    def state_dir(self) -> Path:
-        return self._task.state_dir
-
-    @property
-    def default_key_serde(self) -> Serde:
-        return self._task.default_key_serde
-
-    @property
-    def default_value_serde(self) -> Serde:
-        return self._task.default_value_serde
 
     @property
     def cache_enabled(self) -> bool:

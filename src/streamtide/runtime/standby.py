@@ -28,6 +28,7 @@ from streamtide.runtime.restore import (
     default_snapshot_store,
     set_gauge,
 )
+from streamtide.runtime.store_context import DelegatingStoreContext
 from streamtide.runtime.stream_task import task_name
 from streamtide.serde import Serde, Serdes
 from streamtide.state.changelogging import ChangeLoggingKeyValueBytesStore
@@ -241,35 +242,11 @@ class StandbyTask:
         set_gauge(self.metrics, STANDBY_LAG, self.lag())
 
 
-class _StandbyContext:
+class _StandbyContext(DelegatingStoreContext):
     """The StateStoreContext a standby gives its stores."""
 
     def __init__(self, task: StandbyTask) -> None:
         self._task = task
-
-    @property
-    def application_id(self) -> str:
-        return self._task.application_id
-
-    @property
-    def task_id(self) -> str:
-        return self._task.task_id
-
-    @property
-    def state_dir(self) -> Path:
-        return self._task.state_dir
-
-    @property
-    def default_key_serde(self) -> Serde:
-        return self._task.default_key_serde
-
-    @property
-    def default_value_serde(self) -> Serde:
-        return self._task.default_value_serde
-
-    @property
-    def metrics(self) -> TaskMetrics:
-        return self._task.metrics
 
     @property
     def cache_enabled(self) -> bool:
