@@ -176,3 +176,25 @@ def engine_config(
     )
     settings.update(overrides)
     return StreamsConfig(**settings)
+
+
+class WallClockTicks(Processor):
+    """Forwards one tick per wall-clock punctuation (interval 1 ms: fires in every batch)."""
+
+    def init(self, context) -> None:
+        super().init(context)
+        context.schedule(1, PunctuationType.WALL_CLOCK_TIME, self.tick)
+
+    def process(self, record: Record) -> None:
+        pass
+
+    def tick(self, timestamp: int) -> None:
+        self.context.forward(Record(self.context.task_id, timestamp, timestamp))
+
+
+def wall_clock_topology() -> Topology:
+    builder = StreamsBuilder()
+    builder.stream("events", Consumed.with_(STRING, JSON)).process(WallClockTicks).to(
+        "ticks", Produced.with_(STRING, INT)
+    )
+    return builder.build()

@@ -117,3 +117,19 @@ def test_spark_connect_sessions_are_rejected() -> None:
 
     with pytest.raises(ConfigError, match="Spark Connect"):
         spark_context(ConnectLike())
+
+
+def test_wall_clock_punctuators_fire_in_every_batch_without_input(spark, log_url, tmp_path) -> None:
+    from tests.engine.scenarios import wall_clock_topology
+
+    write_events(log_url, [])  # the topic exists but stays empty
+    app = StreamsApp(
+        wall_clock_topology(), engine_config(log_url, str(tmp_path / "s")), spark=spark
+    )
+    first = app.run_batch()  # schedules start at now + 1 ms: the first batch may be too quick
+    later = [app.run_batch() for _ in range(3)]
+    assert first.input_records == 0 and all(p.input_records == 0 for p in later)
+    assert [p.output_records for p in later] == [2, 2, 2]  # one tick per task per batch
+    log = open_log(log_url)
+    ticks = [r for p in range(log.partitions("ticks")) for r in log.read("ticks", p)]
+    assert {r.key for r in ticks} == {b"0_0", b"0_1"}
