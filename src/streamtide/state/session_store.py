@@ -29,6 +29,9 @@ from streamtide.state.segments import SegmentedLayoutStore, Segments
 from streamtide.state.stores import KeyValueBytesStoreSupplier, SupplierStoreBuilder
 from streamtide.window import Window, Windowed
 
+#: 16 bytes of 0xff: greater than any encoded (end, start) pair.
+_ALL_ONES = b"\xff" * 16
+
 
 class SessionStore(SegmentedLayoutStore):
     """Sessions of each key with their aggregates (see the module docstring for the layout).
@@ -83,10 +86,11 @@ class SessionStore(SegmentedLayoutStore):
         encoded = encode_key(self._key_bytes(key))
         found = []
         low_end = max(earliest_session_end, segments.live_from())
+        low_suffix = encode_long(low_end)  # prefix + end sorts before every start under it
         for segment in segments.live_segments(earliest_session_end):
             prefix = segments.prefix(segment) + encoded
-            low = prefix + encode_long(low_end) + encode_long(MIN_LONG)
-            high = prefix + encode_long(MAX_LONG) + encode_long(MAX_LONG)
+            low = prefix + low_suffix
+            high = prefix + _ALL_ONES  # above every (end, start) pair
             for raw_key, raw_value in self.inner.range(low, high):
                 start = decode_long(raw_key, len(prefix) + 8)
                 if start <= latest_session_start:
