@@ -21,6 +21,10 @@ class StreamsConfig:
     """Settings of one Streamtide application.
 
     Durations accept ``timedelta`` or int milliseconds and are stored as int milliseconds.
+    ``processing_guarantee="at_least_once"`` is accepted for Kafka compatibility; the engine
+    currently runs the exactly-once protocol for both (a stronger guarantee).
+    ``locality_wait`` is applied to the SparkSession that ``StreamsApp`` builds; set
+    ``spark.locality.wait`` yourself on a session you pass in.
     """
 
     application_id: str = "streamtide-app"
@@ -38,7 +42,6 @@ class StreamsConfig:
     cache_enabled: bool = True
     snapshot_interval: int = 100
     locality_wait: Duration = 30_000
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.application_id, str) or not _APP_ID.match(self.application_id):

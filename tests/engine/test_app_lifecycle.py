@@ -133,3 +133,23 @@ def test_wall_clock_punctuators_fire_in_every_batch_without_input(spark, log_url
     log = open_log(log_url)
     ticks = [r for p in range(log.partitions("ticks")) for r in log.read("ticks", p)]
     assert {r.key for r in ticks} == {b"0_0", b"0_1"}
+
+
+def test_the_session_the_app_builds_gets_the_configured_locality_wait(tmp_path, monkeypatch):
+    import pyspark.sql
+
+    import streamtide.engine.app as app_module
+
+    seen = {}
+
+    def fake_build(master, name, **conf):
+        seen.update(master=master, **conf)
+        return "session"
+
+    monkeypatch.setattr(pyspark.sql.SparkSession, "getActiveSession", staticmethod(lambda: None))
+    monkeypatch.setattr(app_module, "build_session", fake_build)
+    config = engine_config(f"file://{tmp_path}", str(tmp_path / "s"), locality_wait=12_000)
+    app = StreamsApp(session_topology(), config, master="local[3]")
+    assert app.spark == "session"
+    assert seen == {"master": "local[3]", "spark.locality.wait": "12000ms"}
+    assert app._owns_spark

@@ -88,7 +88,9 @@ class StreamsApp:
                 self._spark = active
             else:
                 self._spark = build_session(
-                    self._master, f"streamtide-{self.config.application_id}"
+                    self._master,
+                    f"streamtide-{self.config.application_id}",
+                    **{"spark.locality.wait": f"{self.config.locality_wait}ms"},
                 )
         return self._spark
 

@@ -48,7 +48,7 @@ def build_session(master: str = "local[2]", app_name: str = "streamtide", **conf
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.python.worker.reuse", "true")
     )
-    for key, value in conf.items():
+    for key, value in conf.items():  # given settings win over the defaults above
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
