@@ -9,7 +9,7 @@ import time
 from collections import deque
 from typing import Any
 
-from streamtide.assignment import Assignment, assign
+from streamtide.assignment import Assignment, AssignmentInfo, SubscriptionInfo, assign
 from streamtide.config import StreamsConfig
 from streamtide.engine.app_dir import AppDirectory, app_dir_for
 from streamtide.engine.interleave import interleave_segments
@@ -20,7 +20,15 @@ from streamtide.engine.interop import (
     run_pinned,
     spark_context,
 )
-from streamtide.engine.placement import Assignor, ClientReport, compute_assignment, slot_units
+from streamtide.engine.placement import (
+    Assignor,
+    ClientReport,
+    compute_assignment,
+    record_stage_reports,
+    reports_from,
+    slot_units,
+    subscriptions,
+)
 from streamtide.engine.plan import Stage, make_plan
 from streamtide.engine.progress import BatchProgress
 from streamtide.engine.ranges import aligned_ends
@@ -73,6 +81,7 @@ class StreamsApp:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._error: BaseException | None = None
+        self._executors: list[ExecutorInfo] = []
         self._blob: bytes | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------
@@ -110,8 +119,13 @@ class StreamsApp:
             self._task_states = {
                 t: TaskCommittedState.from_dict(s) for t, s in commit["tasks"].items()
             }
-            for task, owner in commit.get("owners", {}).items():
-                self._reports.setdefault(owner, ClientReport()).running.add(task)
+            stored = self.app_dir.read_assignment(batch)
+            if stored is not None:
+                subs = {c: SubscriptionInfo.decode(b) for c, b in stored["subscriptions"].items()}
+                self._reports = reports_from(subs)
+            else:  # no records (an older application directory): owners only
+                for task, owner in commit.get("owners", {}).items():
+                    self._reports.setdefault(owner, ClientReport()).running.add(task)
             log.info("resuming %s after committed batch %d", self.config.application_id, batch)
         self._started = True
 
@@ -194,6 +208,7 @@ class StreamsApp:
         progress = BatchProgress(batch)
         executors = list_executors(self.sc)
         assignment = self._assign(executors)
+        self._executors = executors
         for stage in self.stages:
             stage_started = time.perf_counter()
             self._run_stage(batch, stage, executors, assignment, progress)
@@ -206,6 +221,7 @@ class StreamsApp:
             for c in assignment.standby
         }
         progress.duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        self._write_assignment_records(batch, executors, assignment)
         self.app_dir.write_commit(
             batch,
             {
@@ -224,14 +240,33 @@ class StreamsApp:
             self.app_dir.prune()
         return progress
 
+    def _stateful_tasks(self) -> set[str]:
+        return {t for stage in self.stages if stage.changelog_topics for t in stage.task_ids}
+
     def _assign(self, executors: list[ExecutorInfo]) -> Assignment:
         live = {e.id for e in executors}
         for client in list(self._reports):
             if client not in live:
                 del self._reports[client]
+        subs = subscriptions(executors, self._reports, self._stateful_tasks())
         return compute_assignment(
-            executors, self.stages, self._reports, self._changelog_end, self.config, self.assignor
+            self.stages, subs, self._changelog_end_sum, self.config, self.assignor
         )
+
+    def _write_assignment_records(
+        self, batch: int, executors: list[ExecutorInfo], assignment: Assignment
+    ) -> None:
+        """This batch's assignment and each executor's subscription for the next batch, as
+        versioned records, so a restarted driver (of this or a later release) resumes them."""
+        subs = subscriptions(executors, self._reports, self._stateful_tasks())
+        self.app_dir.write_assignment(
+            batch,
+            {c: sub.encode() for c, sub in subs.items()},
+            {c: AssignmentInfo.for_client(assignment, c).encode() for c in assignment.active},
+        )
+
+    def _changelog_end_sum(self, task: str) -> int:
+        return sum(self._changelog_end(task).values())
 
     def _changelog_end(self, task: str) -> dict[str, int]:
         sub, partition = (int(x) for x in task.split("_"))
@@ -331,21 +366,17 @@ class StreamsApp:
         for task, entry in prepare["tasks"].items():
             self._task_states[task] = TaskCommittedState.from_dict(entry["state"])
             progress.owners[task] = entry["client"]
-        for unit in prepare.get("reports", []):
-            report = self._reports.setdefault(unit["client"], ClientReport())
-            report.running -= set(stage.task_ids)
+        units = prepare.get("reports", [])
+        record_stage_reports(self._reports, stage.task_ids, units)
+        for unit in units:
             for result in unit["tasks"]:
                 progress.ran_on[result["task"]] = unit.get("ran_on", {}).get("executor", "?")
                 progress.restored_by_task[result["task"]] = result.get("restored_records", 0)
-                report.running.add(result["task"])
-                report.local_offsets.pop(result["task"], None)
                 progress.input_records += result["input_records"]
                 progress.restored_records += result.get("restored_records", 0)
                 progress.output_records += sum(
                     n for t, n in result["output_records"].items() if t not in changelogs
                 )
-            for task, standby in unit.get("standbys", {}).items():
-                report.local_offsets[task] = standby.get("local_offsets", {})
 
     def _execute(
         self,

@@ -10,11 +10,13 @@ Layout::
     <root>/batches/<batch>/prepare-<stage>.json   the attempt to seal per task + new task state
     <root>/batches/<batch>/sealed-<stage>.json    the stage's segments are all sealed
     <root>/batches/<batch>/commit.json            the batch is committed (task states)
-    <root>/assignments/<batch>.bin                AssignmentInfo/SubscriptionInfo records
+    <root>/assignments/<batch>.json               AssignmentInfo per client, and each client's
+                                                  SubscriptionInfo for the next batch
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -115,15 +117,32 @@ class AppDirectory:
         committed = [b for b in self.batches() if self.read_commit(b) is not None]
         for batch in committed[:-keep]:
             shutil.rmtree(self._batch_dir(batch), ignore_errors=True)
+            (self.root / "assignments" / f"{batch:012d}.json").unlink(missing_ok=True)
 
     # ---- assignments ---------------------------------------------------------------------
 
-    def write_assignment(self, batch: int, data: bytes) -> None:
-        write_atomically(self.root / "assignments" / f"{batch:012d}.bin", data)
+    def write_assignment(
+        self, batch: int, subscriptions: dict[str, bytes], assignments: dict[str, bytes]
+    ) -> None:
+        """Encoded SubscriptionInfo and AssignmentInfo records per client (base64 in JSON)."""
+        self._write_json(
+            self.root / "assignments" / f"{batch:012d}.json",
+            {
+                "subscriptions": {
+                    c: base64.b64encode(b).decode() for c, b in subscriptions.items()
+                },
+                "assignments": {c: base64.b64encode(b).decode() for c, b in assignments.items()},
+            },
+        )
 
-    def read_assignment(self, batch: int) -> bytes | None:
-        path = self.root / "assignments" / f"{batch:012d}.bin"
-        return path.read_bytes() if path.exists() else None
+    def read_assignment(self, batch: int) -> dict[str, dict[str, bytes]] | None:
+        data = self._read_json(self.root / "assignments" / f"{batch:012d}.json")
+        if data is None:
+            return None
+        return {
+            part: {c: base64.b64decode(text) for c, text in data[part].items()}
+            for part in ("subscriptions", "assignments")
+        }
 
 
 def app_dir_for(config: Any) -> Path:

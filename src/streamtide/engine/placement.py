@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from streamtide.assignment import Assignment, AssignorConfig, ClientState, TaskId, assign
+from streamtide.assignment import (
+    Assignment,
+    AssignorConfig,
+    SubscriptionInfo,
+    TaskId,
+    assign,
+)
 from streamtide.config import StreamsConfig
 from streamtide.engine.interop import ExecutorInfo
 from streamtide.engine.plan import Stage
@@ -16,44 +23,79 @@ Assignor = Callable[..., Assignment]
 
 @dataclass
 class ClientReport:
-    """What the driver remembers of one executor between batches."""
+    """What the driver knows of one executor between batches: the tasks it ran as active
+    and, for every other task it holds local state for, the sum of its local changelog
+    offsets (over the task's stores)."""
 
     running: set[str] = field(default_factory=set)
-    local_offsets: dict[str, dict[str, int]] = field(default_factory=dict)
+    offset_sums: dict[str, int] = field(default_factory=dict)
+
+
+def subscriptions(
+    executors: list[ExecutorInfo], reports: Mapping[str, ClientReport], stateful: set[str]
+) -> dict[str, SubscriptionInfo]:
+    """Each live executor's subscription record, built from its last report."""
+    subs = {}
+    for executor in executors:
+        report = reports.get(executor.id, ClientReport())
+        standby = {t: n for t, n in report.offset_sums.items() if t not in report.running}
+        subs[executor.id] = SubscriptionInfo(
+            executor.id,
+            executor.host,
+            max(1, executor.cores),
+            prev_active=frozenset(TaskId.parse(t) for t in report.running),
+            prev_standby=frozenset(TaskId.parse(t) for t in standby if t in stateful),
+            offset_sums={TaskId.parse(t): n for t, n in standby.items() if t in stateful},
+        )
+    return subs
+
+
+def reports_from(subs: Mapping[str, SubscriptionInfo]) -> dict[str, ClientReport]:
+    """The reports a subscription record describes (how a restarted driver resumes)."""
+    return {
+        client: ClientReport(
+            {str(t) for t in sub.prev_active},
+            {str(t): n for t, n in sub.offset_sums.items()},
+        )
+        for client, sub in subs.items()
+    }
+
+
+def record_stage_reports(
+    reports: dict[str, ClientReport], stage_tasks: Iterable[str], units: Iterable[dict[str, Any]]
+) -> None:
+    """Update the reports with one stage's work-unit results: its tasks ran where the units
+    ran them (and nowhere else any more); local offsets are kept per task for when a copy
+    becomes a standby."""
+    stage_tasks = set(stage_tasks)
+    for report in reports.values():
+        report.running -= stage_tasks
+    for unit in units:
+        report = reports.setdefault(unit["client"], ClientReport())
+        for result in unit["tasks"]:
+            report.running.add(result["task"])
+            local = result.get("local_offsets") or {}
+            if local:
+                report.offset_sums[result["task"]] = sum(local.values())
+        for task, standby in unit.get("standbys", {}).items():
+            report.offset_sums[task] = sum(standby.get("local_offsets", {}).values())
 
 
 def compute_assignment(
-    executors: list[ExecutorInfo],
     stages: list[Stage],
-    reports: Mapping[str, ClientReport],
-    changelog_end: Callable[[str], dict[str, int]],
+    subs: Mapping[str, SubscriptionInfo],
+    changelog_end_sum: Callable[[str], int],
     config: StreamsConfig,
     assignor: Assignor = assign,
 ) -> Assignment:
-    """Assign every task of every stage over the live executors (sticky, with standbys)."""
+    """Assign every task of every stage over the subscribed executors (sticky, with
+    standbys); lags come from the subscriptions' offset sums and the committed ends."""
     tasks = [TaskId.parse(t) for stage in stages for t in stage.task_ids]
     stateful = [
         TaskId.parse(t) for stage in stages if stage.changelog_topics for t in stage.task_ids
     ]
-    stateful_set = {str(t) for t in stateful}
-    clients = {}
-    for executor in executors:
-        report = reports.get(executor.id, ClientReport())
-        active = {t for t in report.running}
-        standby = {t for t in report.local_offsets if t not in active and t in stateful_set}
-        lags = {}
-        for task in standby:
-            end = changelog_end(task)
-            local = report.local_offsets[task]
-            lags[TaskId.parse(task)] = sum(
-                max(0, end.get(store, 0) - local.get(store, 0)) for store in end
-            )
-        clients[executor.id] = ClientState(
-            slots=max(1, executor.cores),
-            prev_active=frozenset(TaskId.parse(t) for t in active),
-            prev_standby=frozenset(TaskId.parse(t) for t in standby),
-            lags=lags,
-        )
+    ends = {task: changelog_end_sum(str(task)) for task in stateful}
+    clients = {client: sub.client_state(ends) for client, sub in subs.items()}
     return assignor(
         clients,
         tasks,
