@@ -126,6 +126,38 @@ def main(workdir: str) -> None:
         changelog_records=log.end_offset(changelog, 0),
         equal_after=engine_outputs(log_url, "session") == expected_outputs("session", events),
     )
+    # scale out again: local-cluster starts a replacement executor with a new id; a task
+    # moves to it only after it caught up as a standby or warm-up, cooperatively
+    deadline = time.monotonic() + 90
+    while len(list_executors(sc)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    newcomer = sorted({e.id for e in list_executors(sc)} - {result["owner_after"]})
+    result["newcomer"] = newcomer[0] if newcomer else None
+    history = []
+    more = make_events(600, seed=22)[300:]
+    write_events(log_url, more)
+    for _ in range(12):
+        history.append(app.run_batch())
+        if result["newcomer"] in history[-1].owners.values():
+            break
+    moved = next((p for p in history if result["newcomer"] in p.owners.values()), None)
+    result.update(
+        moved=moved is not None,
+        held_before_move=bool(history)
+        and moved is not None
+        and any(
+            t in p.standbys.get(result["newcomer"], [])
+            for p in history[: history.index(moved)]
+            for t, owner in moved.owners.items()
+            if owner == result["newcomer"]
+        ),
+        restored_on_move=moved.restored_by_task if moved else None,
+        placement_scale_out=placement_ok(history),
+    )
+    app.run_until_caught_up(timeout=600)
+    result["equal_scale_out"] = engine_outputs(log_url, "session") == expected_outputs(
+        "session", events + more
+    )
     print("RESULT " + json.dumps(result), flush=True)
     spark.stop()
 

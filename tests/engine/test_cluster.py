@@ -13,7 +13,9 @@ import pytest
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
 
 
-def test_tasks_run_where_assigned_and_move_to_their_standby_on_executor_loss(tmp_path) -> None:
+def test_tasks_run_where_assigned_fail_over_to_standbys_and_scale_out_cooperatively(
+    tmp_path,
+) -> None:
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
     script = Path(__file__).with_name("cluster_scenario.py")
     run = subprocess.run(
@@ -39,3 +41,10 @@ def test_tasks_run_where_assigned_and_move_to_their_standby_on_executor_loss(tmp
     assert result["placement_after"]
     assert result["restored_after"] < result["changelog_records"]
     assert result["equal_after"]
+    # scale-out: the replacement executor gets a task only after catching up on it as a
+    # standby (a cooperative move), then replays only what it lacks
+    assert result["newcomer"] not in (None, result["victim"], result["owner_after"])
+    assert result["moved"] and result["held_before_move"]
+    assert result["placement_scale_out"]
+    assert all(n < result["changelog_records"] for n in result["restored_on_move"].values())
+    assert result["equal_scale_out"]
