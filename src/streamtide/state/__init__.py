@@ -2,8 +2,10 @@
 
 from streamtide.state.api import KeyValueBytesStore, KeyValueStore
 from streamtide.state.changelogging import ChangeLoggingKeyValueBytesStore
+from streamtide.state.dedup import DedupStore
 from streamtide.state.memory import InMemoryKeyValueBytesStore
 from streamtide.state.rocksdb import RocksDBKeyValueBytesStore  # registers kind "rocksdb"
+from streamtide.state.session_store import SessionStore
 from streamtide.state.stores import (
     KeyValueBytesStoreSupplier,
     KeyValueStoreBuilder,
@@ -11,9 +13,11 @@ from streamtide.state.stores import (
     key_value_store_kinds,
 )
 from streamtide.state.typed import SerdeKeyValueStore
+from streamtide.state.window_store import WindowStore
 
 __all__ = [
     "ChangeLoggingKeyValueBytesStore",
+    "DedupStore",
     "InMemoryKeyValueBytesStore",
     "KeyValueBytesStore",
     "KeyValueBytesStoreSupplier",
@@ -21,6 +25,8 @@ __all__ = [
     "KeyValueStoreBuilder",
     "RocksDBKeyValueBytesStore",
     "SerdeKeyValueStore",
+    "SessionStore",
     "Stores",
+    "WindowStore",
     "key_value_store_kinds",
 ]

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from streamtide.errors import TopologyError
 from streamtide.serde import Serde
+from streamtide.time import Duration, non_negative_millis
+
+if TYPE_CHECKING:
+    from streamtide.state.session_store import SessionStoreBuilder
+    from streamtide.state.window_store import WindowStoreBuilder
 from streamtide.state.api import KeyValueBytesStore
 from streamtide.state.changelogging import ChangeLoggingKeyValueBytesStore
 from streamtide.state.memory import InMemoryKeyValueBytesStore
@@ -114,6 +119,51 @@ class Stores:
     @staticmethod
     def persistent_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
         return KeyValueBytesStoreSupplier(_check_name(name), "rocksdb")
+
+    @staticmethod
+    def session_store_builder(
+        name: str,
+        retention: Duration,
+        key_serde: Serde | None = None,
+        value_serde: Serde | None = None,
+        *,
+        kind: str = "rocksdb",
+    ) -> SessionStoreBuilder:
+        """A session store (``find_sessions``, ``fetch``, ``put``, ``remove``) for processors;
+        sessions ending more than ``retention`` before stream time expire."""
+        from streamtide.state.session_store import SessionStoreBuilder
+
+        return SessionStoreBuilder(
+            KeyValueBytesStoreSupplier(_check_name(name), kind),
+            non_negative_millis(retention, "retention"),
+            key_serde,
+            value_serde,
+        )
+
+    @staticmethod
+    def window_store_builder(
+        name: str,
+        retention: Duration,
+        window_size: Duration,
+        key_serde: Serde | None = None,
+        value_serde: Serde | None = None,
+        *,
+        kind: str = "rocksdb",
+    ) -> WindowStoreBuilder:
+        """A window store (values per key and window start) for processors; windows ending
+        more than ``retention`` before stream time expire."""
+        from streamtide.state.window_store import WindowStoreBuilder
+
+        size = non_negative_millis(window_size, "window_size")
+        if size == 0:
+            raise ValueError("window_size must be positive")
+        return WindowStoreBuilder(
+            KeyValueBytesStoreSupplier(_check_name(name), kind),
+            size,
+            non_negative_millis(retention, "retention"),
+            key_serde,
+            value_serde,
+        )
 
     @staticmethod
     def key_value_store_builder(
