@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from streamtide.dsl.cache import EmitCache
 from streamtide.dsl.ktable import KTable
 from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
+from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.processor.api import Processor
 from streamtide.record import Record
 from streamtide.serde import Serde, Serdes
@@ -15,8 +16,6 @@ from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBui
 
 if TYPE_CHECKING:
     from streamtide.dsl.kstream import KStream
-
-_NO_INITIALIZER = object()
 
 
 class StreamAggregateProcessor(Processor):
@@ -48,7 +47,7 @@ class StreamAggregateProcessor(Processor):
             return
         old = self.store.get(record.key)
         if old is None:
-            if self.initializer is _NO_INITIALIZER:
+            if self.initializer is NO_INITIALIZER:
                 new = record.value
             else:
                 new = self.adder(record.key, record.value, self.initializer())
@@ -136,7 +135,7 @@ class KGroupedStream:
         return self._aggregate(
             materialized,
             named,
-            _NO_INITIALIZER,
+            NO_INITIALIZER,
             lambda _k, v, agg: reducer(agg, v),
             self.value_serde,
         )

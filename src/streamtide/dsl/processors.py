@@ -8,6 +8,9 @@ from typing import Any
 from streamtide.processor.api import Processor
 from streamtide.record import Record
 
+#: Marks an aggregation without initializer (``reduce``): the first value is the aggregate.
+NO_INITIALIZER: Any = object()
+
 
 class FilterProcessor(Processor):
     def __init__(self, predicate: Callable[[Any, Any], bool], keep: bool) -> None:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.ktable import KTable
 from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
+from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.dsl.windowed_processors import (
-    NO_INITIALIZER,
     SessionWindowAggregateProcessor,
     SessionWindowDistinctProcessor,
     TimeWindowAggregateProcessor,

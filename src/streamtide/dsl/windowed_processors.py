@@ -10,13 +10,13 @@ from collections.abc import Callable
 from typing import Any
 
 from streamtide.dsl.cache import EmitCache
+from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.dsl.windows import SessionWindows, TimeWindows
 from streamtide.processor.api import Processor, ProcessorContext
 from streamtide.record import Record
 from streamtide.window import Window, Windowed
 
 #: ``reduce`` has no initializer: the first value is the aggregate.
-NO_INITIALIZER: Any = object()
 
 Aggregator = Callable[[Any, Any, Any], Any]
 Merger = Callable[[Any, Any, Any], Any]
