@@ -18,27 +18,11 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so readers see the old file or the whole new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+from streamtide.files import write_atomically
 
 
 class AppDirectory:

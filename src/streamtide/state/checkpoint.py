@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from streamtide.errors import StoreError
+from streamtide.files import write_atomically
 
 CHECKPOINT_FILE = ".checkpoint.json"
 CHECKPOINT_VERSION = 1
@@ -80,26 +79,9 @@ def write_checkpoint(
 ) -> None:
     """Replace the task's checkpoint file atomically."""
     path = checkpoint_path(task_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
     body = json.dumps(checkpoint.to_dict(), sort_keys=True)
     text = json.dumps({"body": body, "sha256": _checksum(body)})
-    tmp = path.with_name(f"{path.name}.tmp-{uuid.uuid4().hex}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            if fsync:
-                f.flush()
-                os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    if fsync:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    write_atomically(path, text.encode("utf-8"), fsync=fsync)
 
 
 def read_checkpoint(task_dir: str | Path) -> TaskCheckpoint | None:
