@@ -38,3 +38,15 @@ def test_drained_partitions_do_not_hold_others_back(tmp_path) -> None:
 def test_everything_drained_reads_the_full_windows(tmp_path) -> None:
     log = make_log(tmp_path, {0: [5, 1], 1: [9]})
     assert aligned_ends(log, {("t", 0): (0, 2), ("t", 1): (0, 1)}) == {("t", 0): 2, ("t", 1): 1}
+
+
+def test_no_timestamps_are_read_when_the_cut_cannot_matter(tmp_path, monkeypatch) -> None:
+    log = make_log(tmp_path, {0: [0, 100], 1: [0, 1, 2]})
+    reads = []
+    real = log.read_table
+    monkeypatch.setattr(log, "read_table", lambda *a, **k: reads.append(a) or real(*a, **k))
+    # every window reaches its partition's end: nothing is capped
+    assert aligned_ends(log, {("t", 0): (0, 2), ("t", 1): (0, 3)}) == {("t", 0): 2, ("t", 1): 3}
+    # only one partition has input
+    assert aligned_ends(log, {("t", 0): (0, 1), ("t", 1): (3, 3)}) == {("t", 0): 1, ("t", 1): 3}
+    assert reads == []
