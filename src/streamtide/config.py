@@ -27,6 +27,10 @@ class StreamsConfig:
     ``spark.locality.wait`` yourself on a session you pass in. ``batch_processing`` runs each
     task's input as a batch (bulk serdes, state read once per key and batch); False runs the
     record-at-a-time path, which gives the same results more slowly.
+    ``max_records_per_batch`` is the per-partition cap of a batch; with
+    ``adaptive_batch_size`` the engine doubles it (up to ``adaptive_batch_size_limit``) while
+    full batches finish in under half of ``commit_interval``, and halves it (down to
+    ``max_records_per_batch``) when one takes longer (``engine.batch_size``).
     """
 
     application_id: str = "streamtide-app"
@@ -45,6 +49,8 @@ class StreamsConfig:
     snapshot_interval: int = 100
     locality_wait: Duration = 30_000
     batch_processing: bool = True
+    adaptive_batch_size: bool = True
+    adaptive_batch_size_limit: int = 200_000
 
     def __post_init__(self) -> None:
         if not isinstance(self.application_id, str) or not _APP_ID.match(self.application_id):
@@ -57,6 +63,7 @@ class StreamsConfig:
         )
         self.locality_wait = _positive_ms(self.locality_wait, "locality_wait", allow_zero=True)
         _require_int(self.max_records_per_batch, "max_records_per_batch", minimum=1)
+        _require_int(self.adaptive_batch_size_limit, "adaptive_batch_size_limit", minimum=1)
         _require_int(self.num_standby_replicas, "num_standby_replicas", minimum=0)
         _require_int(self.acceptable_recovery_lag, "acceptable_recovery_lag", minimum=0)
         _require_int(self.max_warmup_replicas, "max_warmup_replicas", minimum=1)
@@ -74,7 +81,7 @@ class StreamsConfig:
         for name in ("default_key_serde", "default_value_serde"):
             if not isinstance(getattr(self, name), Serde):
                 raise ConfigError(f"{name} must be a Serde, got {getattr(self, name)!r}")
-        for name in ("cache_enabled", "batch_processing"):
+        for name in ("cache_enabled", "batch_processing", "adaptive_batch_size"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be a bool, got {getattr(self, name)!r}")
 
