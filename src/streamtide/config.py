@@ -29,8 +29,8 @@ class StreamsConfig:
     record-at-a-time path, which gives the same results more slowly.
     ``max_records_per_batch`` is the per-partition cap of a batch; with
     ``adaptive_batch_size`` the engine doubles it (up to ``adaptive_batch_size_limit``) while
-    full batches finish in under half of ``commit_interval``, and halves it (down to
-    ``max_records_per_batch``) when one takes longer (``engine.batch_size``).
+    full batches finish within ``commit_interval``, and halves it (down to
+    ``max_records_per_batch``) when one takes more than twice as long (``engine.batch_size``).
     """
 
     application_id: str = "streamtide-app"
