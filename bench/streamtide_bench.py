@@ -192,9 +192,10 @@ def profile_operation(
     top: int = 25,
 ) -> tuple[EngineRun, str, int]:
     """Run ``operation`` under cProfile in the driver; return the run, the top entries by
-    cumulative time and the number of Python function calls profiled. Normally the work units run in Spark's Python workers and show up as
-    the time the driver waits for its jobs; with ``in_process`` they run one after another
-    in the driver instead (no Spark job), so the profile covers the per-record work too."""
+    cumulative time and the number of Python function calls profiled. Normally the work
+    units run in Spark's Python workers and show up as the time the driver waits for its
+    jobs; with ``in_process`` they run one after another in the driver instead (no Spark
+    job), so the profile covers the per-record work too."""
     import streamtide.engine.app as engine_app
 
     pinned = engine_app.run_pinned
