@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
@@ -14,6 +15,7 @@ from streamtide.time import Duration, to_millis
 _APP_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 PROCESSING_GUARANTEES = ("exactly_once", "at_least_once")
 DESERIALIZATION_HANDLERS = ("fail", "log_and_continue")
+AUTO_OFFSET_RESETS = ("earliest", "latest")
 
 
 @dataclass
@@ -42,6 +44,7 @@ class StreamsConfig:
     cache_enabled: bool = True
     snapshot_interval: int = 100
     locality_wait: Duration = 30_000
+    auto_offset_reset: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.application_id, str) or not _APP_ID.match(self.application_id):
@@ -71,6 +74,18 @@ class StreamsConfig:
         for name in ("default_key_serde", "default_value_serde"):
             if not isinstance(getattr(self, name), Serde):
                 raise ConfigError(f"{name} must be a Serde, got {getattr(self, name)!r}")
+        if self.auto_offset_reset not in (None, *AUTO_OFFSET_RESETS):
+            raise ConfigError(
+                f"auto_offset_reset must be None, 'earliest' or 'latest', "
+                f"got {self.auto_offset_reset!r}"
+            )
+        for name in ("log", "state_dir"):
+            value = getattr(self, name)
+            if isinstance(value, os.PathLike):
+                value = os.fspath(value)
+                setattr(self, name, value)
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{name} must be a non-empty str or path, got {value!r}")
         if not isinstance(self.cache_enabled, bool):
             raise ConfigError(f"cache_enabled must be a bool, got {self.cache_enabled!r}")
 

@@ -68,3 +68,23 @@ class StreamsProcessingError(StreamtideError):
             if value is not None
         )
         super().__init__(f"{message} ({where})" if where else message)
+
+
+class CorruptLogError(LogError):
+    """Stored log data failed a check (checksum, manifest chain, missing entry): it is never
+    read as records. Names the topic, partition and file."""
+
+
+class CorruptRecordError(StreamtideError):
+    """A durable record the engine reads (application directory, checkpoint) is unreadable;
+    the message names its path."""
+
+
+class FencedError(StreamtideError):
+    """Another instance of the application took over (it holds a newer epoch): this driver
+    must stop without writing anything more."""
+
+
+class InputTopicChangedError(LogError):
+    """An input topic no longer matches the committed offsets: it was deleted and re-created,
+    or it is shorter than the committed offset. Set ``auto_offset_reset`` to continue."""

@@ -167,6 +167,12 @@ class FileLog(Log):
     def partitions(self, name: str) -> int:
         return self.describe_topic(name).partitions
 
+    def topic_id(self, name: str) -> str | None:
+        self._check_open()
+        with self._lock:
+            self._read_partition_count(name)  # always reads the disk: re-creation shows
+            return self._topic_ids.get(name)
+
     # -- offsets -----------------------------------------------------------------------------
 
     def end_offset(self, topic: str, partition: int) -> int:
