@@ -27,6 +27,10 @@ class LogError(StreamtideError):
     """The partitioned log failed: missing topic, bad offset range, corrupt segment."""
 
 
+class SegmentError(LogError):
+    """A segment is missing, corrupt, or was used in a way its state forbids."""
+
+
 class UnknownTopicError(LogError, KeyError):
     """A topic that does not exist was read or written."""
 
@@ -70,7 +74,7 @@ class StreamsProcessingError(StreamtideError):
         super().__init__(f"{message} ({where})" if where else message)
 
 
-class CorruptLogError(LogError):
+class CorruptLogError(SegmentError):
     """Stored log data failed a check (checksum, manifest chain, missing entry): it is never
     read as records. Names the topic, partition and file."""
 

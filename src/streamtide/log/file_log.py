@@ -4,8 +4,10 @@ On-disk layout under the root::
 
     <topic>/topic.json                        name and partition count (created exclusively)
     <topic>/<p>/segments/<writer>+<id>.arrow  segment files, sealed or not
-    <topic>/<p>/manifest/<N>.json             entry N: seals a segment or truncates
+    <topic>/<p>/manifest/<N>.json             entry N: seals a segment (with its crc32) or
+                                              truncates; names entry N-1's hash
     <topic>/<p>/checkpoints/<N>.json          state after entries 0..N-1 (speeds up opening)
+    <topic>/<p>/head.json                     the newest entry written (detects lost entries)
 
 ``partition.Partition`` owns one partition directory; this module adds topics, argument
 checks, locking and the ``Log`` interface.
@@ -30,6 +32,7 @@ import pyarrow as pa
 
 from streamtide.log.api import Log, LogRecord, Records, SegmentRef, TopicDescription
 from streamtide.log.errors import (
+    CorruptLogError,
     LogClosedError,
     LogError,
     OffsetOutOfRangeError,
@@ -241,7 +244,10 @@ class FileLog(Log):
                         "truncated while being read"
                     ) from None
                 self._read_partition_count(topic)  # UnknownTopicError if deleted meanwhile
-            raise SegmentError(f"sealed segment {seg.name} of {part.where} is missing") from None
+            raise CorruptLogError(
+                f"sealed segment file {self._storage.path(part.where)}/segments/{seg.name} of "
+                f"topic partition {part.where} is missing"
+            ) from None
 
     # -- writing -----------------------------------------------------------------------------
 
