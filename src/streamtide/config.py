@@ -16,6 +16,7 @@ _APP_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 PROCESSING_GUARANTEES = ("exactly_once", "at_least_once")
 DESERIALIZATION_HANDLERS = ("fail", "log_and_continue")
 AUTO_OFFSET_RESETS = ("earliest", "latest")
+INVALID_TIMESTAMP_HANDLERS = ("fail", "log_and_skip")
 
 
 @dataclass
@@ -45,6 +46,8 @@ class StreamsConfig:
     snapshot_interval: int = 100
     locality_wait: Duration = 30_000
     auto_offset_reset: str | None = None
+    invalid_timestamp_handler: str = "fail"
+    fatal_exceptions: tuple[type[BaseException], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.application_id, str) or not _APP_ID.match(self.application_id):
@@ -78,6 +81,20 @@ class StreamsConfig:
             raise ConfigError(
                 f"auto_offset_reset must be None, 'earliest' or 'latest', "
                 f"got {self.auto_offset_reset!r}"
+            )
+        if self.invalid_timestamp_handler not in INVALID_TIMESTAMP_HANDLERS:
+            raise ConfigError(
+                f"invalid_timestamp_handler must be one of {INVALID_TIMESTAMP_HANDLERS}, "
+                f"got {self.invalid_timestamp_handler!r}"
+            )
+        if isinstance(self.fatal_exceptions, list):
+            self.fatal_exceptions = tuple(self.fatal_exceptions)
+        if not isinstance(self.fatal_exceptions, tuple) or not all(
+            isinstance(t, type) and issubclass(t, BaseException) for t in self.fatal_exceptions
+        ):
+            raise ConfigError(
+                "fatal_exceptions must be a tuple of exception types, "
+                f"got {self.fatal_exceptions!r}"
             )
         for name in ("log", "state_dir"):
             value = getattr(self, name)

@@ -55,6 +55,7 @@ class StreamsProcessingError(StreamtideError):
         partition: int | None = None,
         offset: int | None = None,
     ) -> None:
+        self.message = message
         self.task_id = task_id
         self.node = node
         self.topic = topic
@@ -92,3 +93,7 @@ class FencedError(StreamtideError):
 class InputTopicChangedError(LogError):
     """An input topic no longer matches the committed offsets: it was deleted and re-created,
     or it is shorter than the committed offset. Set ``auto_offset_reset`` to continue."""
+
+
+class InvalidTimestampError(StreamsProcessingError):
+    """A record's timestamp is negative and ``invalid_timestamp_handler`` is ``"fail"``."""

@@ -118,3 +118,10 @@ def test_a_missing_sealed_segment_file_is_reported(filled: FileLog) -> None:
     where = re.escape(f"t/0/segments/{path.name} of topic partition t/0")
     with pytest.raises(CorruptLogError, match=where):
         list(FileLog(filled.root).read("t", 0, 8, 12))
+
+
+def test_unreadable_topic_metadata_is_reported_with_its_path(filled: FileLog) -> None:
+    meta = Path(filled.root) / "t" / "topic.json"
+    meta.write_text('{"partitions": ')
+    with pytest.raises(CorruptLogError, match=re.escape(str(meta))):
+        FileLog(filled.root).partitions("t")

@@ -13,6 +13,7 @@ from streamtide.assignment import Assignment, AssignmentInfo, SubscriptionInfo, 
 from streamtide.config import StreamsConfig
 from streamtide.engine.app_dir import AppDirectory, app_dir_for
 from streamtide.engine.committer import BatchCommitter
+from streamtide.engine.failures import RemoteTraceback, rebuild, signature
 from streamtide.engine.interop import (
     ExecutorInfo,
     build_session,
@@ -424,16 +425,18 @@ class StreamsApp:
         import json
 
         last_error: Exception | None = None
+        cause: BaseException | None = None
+        previous: dict[str, Any] | None = None  # the last failure report
         for attempt in range(MAX_STAGE_ATTEMPTS):
             if attempt:
                 executors = list_executors(self.sc)
                 assignment = self._assign(executors)
                 log.warning(
-                    "batch %d stage %d: retrying (attempt %d): %s",
+                    "batch %d stage %d: retrying (attempt %d) after: %s",
                     batch,
                     stage.subtopology,
                     attempt + 1,
-                    last_error,
+                    str(last_error).splitlines()[0] if str(last_error) else repr(last_error),
                 )
             units = []
             for executor, actives, standbys in slot_units(assignment, executors, stage):
@@ -454,16 +457,21 @@ class StreamsApp:
                 units.append((json.dumps(spec.to_dict()), executor))
             try:
                 outputs = run_pinned(self.sc, units, make_work(self._blob))
-            except Exception as exc:  # a failed Spark job: re-plan with the same ranges
+            except Exception as exc:  # a failed Spark job (a worker died): re-plan, same ranges
                 last_error = _explain(exc)
-                if isinstance(last_error, StreamsProcessingError) and "cannot deserialize" in str(
-                    last_error
-                ):
-                    raise last_error from exc
+                cause = RemoteTraceback("\n".join(str(exc).splitlines()[-25:]))
                 continue
-            return [(executor.id, json.loads(out)) for (_, executor), out in zip(units, outputs)]
+            results = [(ex.id, json.loads(out)) for (_, ex), out in zip(units, outputs)]
+            failures = [r["failure"] for _, r in results if "failure" in r]
+            if not failures:
+                return results
+            failure = failures[0]
+            last_error, cause = rebuild(failure), RemoteTraceback(failure["trace"])
+            if failure["fatal"] or (previous and signature(previous) == signature(failure)):
+                raise last_error from cause  # retrying cannot help: report it once
+            previous = failure
         assert last_error is not None
-        raise last_error
+        raise last_error from cause
 
     # ---- status --------------------------------------------------------------------------
 

@@ -377,7 +377,8 @@ class FileLog(Log):
             self._forget(topic)
             raise self._unknown(topic) from None
         except (ValueError, KeyError, TypeError, AttributeError) as e:
-            raise LogError(f"metadata of topic {topic!r} is corrupt: {e}") from None
+            where = self._storage.path(f"{topic}/{_TOPIC_FILE}")
+            raise CorruptLogError(f"metadata of topic {topic!r} ({where}) is corrupt: {e}") from e
         if topic in self._topic_ids and self._topic_ids[topic] != topic_id:
             self._forget(topic)  # deleted and re-created by another process: drop stale state
         self._partition_counts[topic] = count

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from streamtide.errors import SerdeError, StreamsProcessingError
+from streamtide.errors import InvalidTimestampError, SerdeError, StreamsProcessingError
 from streamtide.processor.api import PunctuationType, StateStore
 from streamtide.processor.nodes import ProcessorNodeDef, SinkNodeDef, SourceNodeDef
 from streamtide.processor.punctuation import PunctuationQueue, PunctuationSchedule
@@ -52,6 +52,7 @@ class StreamTask:
         default_value_serde: Serde | None = None,
         committed: TaskCommittedState | None = None,
         deserialization_handler: str = "fail",
+        invalid_timestamp_handler: str = "fail",
         cache_enabled: bool = False,
         state_manager: TaskStateManager | None = None,
     ) -> None:
@@ -66,6 +67,7 @@ class StreamTask:
         self.default_key_serde = default_key_serde or Serdes.bytes()
         self.default_value_serde = default_value_serde or Serdes.bytes()
         self.deserialization_handler = deserialization_handler
+        self.invalid_timestamp_handler = invalid_timestamp_handler
         self.cache_enabled = cache_enabled
         self.metrics = TaskMetrics()
         committed = committed or TaskCommittedState()
@@ -187,6 +189,15 @@ class StreamTask:
         if offset is not None:
             self._offsets[offset_key(topic, self.partition)] = offset + 1
         if raw.timestamp < 0:
+            if self.invalid_timestamp_handler == "fail":
+                raise InvalidTimestampError(
+                    f"the record has a negative timestamp {raw.timestamp} (set "
+                    "invalid_timestamp_handler='log_and_skip' to skip such records)",
+                    task_id=self.task_id,
+                    topic=topic,
+                    partition=self.partition,
+                    offset=offset,
+                )
             self.metrics.increment("dropped-records")
             log.warning(
                 "task %s: dropped a record with negative timestamp %d (topic %s, partition %d, "
