@@ -15,7 +15,7 @@ import pytest
 
 from streamtide import Consumed, Materialized, Produced, StreamsBuilder, Topology
 from streamtide.errors import FencedError
-from streamtide.log import open_log
+from streamtide.log import LogRecord, open_log
 from tests.engine.local_driver import LocalDriver
 from tests.engine.scenarios import INT, JSON, STRING, engine_config, make_events, write_events
 
@@ -149,3 +149,15 @@ def test_an_older_driver_that_slips_past_its_fence_check_cannot_interleave(
     assert zombie.app_dir.read_prepare(1, 0).epoch == successor.committer.epoch
     successor.run_until_caught_up()
     assert outcome(successor) == expected
+
+
+def test_unsealed_segments_of_decided_batches_are_deleted_on_restart(tmp_path) -> None:
+    config = setup(tmp_path)
+    LocalDriver(counting_topology(), config).run_batch()
+    log = open_log(config.log)
+    records = [LogRecord(b"k", b"v", 1)]
+    log.write_segment("out", 0, records, writer_id="crash/b0/s1/1_0/late-attempt")
+    pending = log.write_segment("out", 0, records, writer_id="crash/b1/s0/0_0/in-flight")
+    foreign = log.write_segment("out", 0, records, writer_id="other-app/b0/s0/0_0/x")
+    LocalDriver(counting_topology(), config)  # a restart
+    assert {s.name for s in log.list_unsealed("out", 0)} == {pending.name, foreign.name}

@@ -103,3 +103,11 @@ def test_resume_and_epoch_decisions() -> None:
     assert protocol.next_epoch([]) == 1 and protocol.next_epoch([1, 2, 5]) == 6
     assert protocol.fenced_by(3, [1, 2, 3]) is None
     assert protocol.fenced_by(3, [1, 3, 4]) == 4
+
+
+def test_the_batch_of_a_segment_writer() -> None:
+    assert protocol.batch_of_writer("app", "app/b12/s0/0_1/abc") == 12
+    assert protocol.batch_of_writer("app", "app/b3/s1/merged/e2-x/t/0") == 3
+    assert protocol.batch_of_writer("app", "append") is None
+    assert protocol.batch_of_writer("app", "app2/b3/s0/0_0/x") is None
+    assert protocol.batch_of_writer("app", "app/bx/s0") is None

@@ -75,8 +75,28 @@ class BatchCommitter:
         self.app_dir.take_epoch()
         last = self.app_dir.last_committed()
         if last is not None:
-            self.sweep(writer_prefix_of_batch(self.application_id, last.batch))
+            self.sweep_committed(last.batch)
         return last
+
+    def sweep_committed(self, last_batch: int) -> int:
+        """Delete the unsealed segments of every batch up to ``last_batch`` (all decided:
+        whatever of them is unsealed now lost, e.g. a late speculative attempt)."""
+        removed = 0
+        for topic in self.log.list_topics():
+            for partition in range(self.log.partitions(topic)):
+                try:
+                    unsealed = self.log.list_unsealed(topic, partition)
+                except SegmentError as exc:  # a damaged leftover must not stop a restart
+                    log.warning("cannot list unsealed segments of %s/%d: %s", topic, partition, exc)
+                    continue
+                for ref in unsealed:
+                    batch = protocol.batch_of_writer(self.application_id, ref.writer_id)
+                    if batch is not None and batch <= last_batch:
+                        self.log.abort_unsealed(topic, partition, ref)
+                        removed += 1
+        if removed:
+            log.info("deleted %d unsealed segment(s) of attempts that did not win", removed)
+        return removed
 
     def sweep(self, prefix: str, topics: Iterable[str] | None = None) -> int:
         """Delete unsealed segments whose writer id starts with ``prefix``."""
@@ -169,7 +189,3 @@ class BatchCommitter:
     def commit(self, record: CommitRecord) -> CommitRecord:
         """Record the batch's commit (or adopt the one an older driver recorded first)."""
         return self.app_dir.create_commit(record)
-
-
-def writer_prefix_of_batch(application_id: str, batch: int) -> str:
-    return f"{application_id}/b{batch}/"

@@ -196,6 +196,16 @@ def attempt_id(epoch: int, token: str) -> str:
     return f"e{epoch}-{token}"
 
 
+def batch_of_writer(application_id: str, writer_id: str) -> int | None:
+    """The batch a segment's writer id belongs to (``<app>/b<batch>/...``), or None if an
+    engine of this application did not write it."""
+    head = f"{application_id}/b"
+    if not writer_id.startswith(head):
+        return None
+    number = writer_id[len(head) :].split("/", 1)[0]
+    return int(number) if number.isdigit() else None
+
+
 # ---- decisions ------------------------------------------------------------------------------
 
 
