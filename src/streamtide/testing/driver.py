@@ -37,6 +37,7 @@ class TopologyTestDriver:
         *,
         cache_enabled: bool = False,
         state_dir: str | Path | None = None,
+        batch_processing: bool = False,
     ) -> None:
         if config is None:
             config = StreamsConfig(application_id="test-driver")
@@ -66,6 +67,7 @@ class TopologyTestDriver:
                 deserialization_handler=config.deserialization_exception_handler,
                 invalid_timestamp_handler=config.invalid_timestamp_handler,
                 cache_enabled=cache_enabled,
+                batch_processing=batch_processing,
             )
             self.tasks.append(task)
             for topic in sub.source_topics:
