@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
@@ -36,12 +35,12 @@ from streamtide.log.errors import (
     UnknownTopicError,
     UnsupportedOperationError,
 )
+from streamtide.log.kafka_admin import KafkaAdmin
 from streamtide.log.kafka_client import (
     READER_GROUP_ID,
     REQUIRED_CONSUMER,
     REQUIRED_PRODUCER,
     client_config,
-    error_name,
     log_client_error,
     split_options,
     translate,
@@ -119,8 +118,6 @@ class KafkaLog(Log):
         exist_ok: bool = False,
         configs: Mapping[str, str] | None = None,
     ) -> TopicDescription:
-        from confluent_kafka.admin import NewTopic
-
         self._check_open()
         if not isinstance(name, str) or not _TOPIC_RE.match(name):
             raise LogError(
@@ -131,14 +128,9 @@ class KafkaLog(Log):
         if not 1 <= partitions <= _MAX_PARTITIONS:
             raise LogError(f"partitions must be between 1 and {_MAX_PARTITIONS}, got {partitions}")
         settings = {**self._topic_defaults, **{k: str(v) for k, v in (configs or {}).items()}}
-        new = NewTopic(name, partitions, replication_factor=-1, config=settings)
-        future = self._admin().create_topics([new], request_timeout=self.timeout_s)[name]
         try:
-            future.result(self.timeout_s)
-        except Exception as e:
-            error = translate(e, f"creating topic {name!r} in {self.url}")
-            if not isinstance(error, TopicExistsError):
-                raise error from None
+            self._admin().create(name, partitions, settings)
+        except TopicExistsError:
             existing = self._count(name, verify=True)
             if not exist_ok:
                 raise TopicExistsError(f"topic {name!r} already exists in {self.url}") from None
@@ -146,20 +138,14 @@ class KafkaLog(Log):
                 raise LogError(
                     f"topic {name!r} exists with {existing} partitions, not {partitions}"
                 ) from None
-            return TopicDescription(name, partitions)
-        self._await_metadata(name, partitions)
         return TopicDescription(name, partitions)
 
     def delete_topic(self, name: str) -> None:
         self._check_open()
-        future = self._admin().delete_topics([name], request_timeout=self.timeout_s)[name]
         try:
-            future.result(self.timeout_s)
-        except Exception as e:
-            raise translate(e, f"deleting topic {name!r} in {self.url}") from None
+            self._admin().delete(name)
         finally:
             self._counts.pop(name, None)
-        self._await_metadata(name, None)
 
     def list_topics(self) -> list[str]:
         """Names of all topics, sorted; Kafka's internal ``__``-prefixed topics are left out."""
@@ -174,16 +160,8 @@ class KafkaLog(Log):
     def topic_configs(self, name: str) -> dict[str, str]:
         """The topic's effective configs as the broker reports them (``cleanup.policy``,
         ``retention.ms``, ...)."""
-        from confluent_kafka.admin import ConfigResource
-
         self._count(name, verify=True)
-        resource = ConfigResource(ConfigResource.Type.TOPIC, name)
-        future = self._admin().describe_configs([resource], request_timeout=self.timeout_s)
-        try:
-            entries = future[resource].result(self.timeout_s)
-        except Exception as e:
-            raise translate(e, f"describing the configs of topic {name!r}") from None
-        return {key: entry.value for key, entry in entries.items()}
+        return self._admin().configs(name)
 
     # -- offsets -----------------------------------------------------------------------------
 
@@ -302,9 +280,12 @@ class KafkaLog(Log):
         if table.num_rows == 0:
             return self.end_offset(topic, partition)
         rows = list(iter_records(table, 0))
-        if any(r.timestamp < 0 for r in rows):
-            bad = next(r.timestamp for r in rows if r.timestamp < 0)
-            raise LogError(f"Kafka record timestamps must not be negative, got {bad}")
+        if any(r.timestamp < 1 for r in rows):
+            bad = next(r.timestamp for r in rows if r.timestamp < 1)
+            raise LogError(
+                f"the Kafka log stores timestamps from 1 ms on, got {bad}: Kafka has no negative "
+                "timestamps, and its client sends 0 as 'now'"
+            )
         send = (topic, partition, rows, self.timeout_s, self._producer_fatal)
         delivery = produce_all(self._producer(), *send)
         if delivery.fatal is not None:
@@ -358,8 +339,6 @@ class KafkaLog(Log):
     def truncate_before(self, topic: str, partition: int, offset: int) -> int:
         """Purge the records below ``offset`` with Kafka's ``delete_records``; returns the new
         begin offset. Compacted topics refuse it (Kafka's own rule)."""
-        from confluent_kafka import TopicPartition
-
         offset = _offset(offset, "offset")
         self._check_open()
         self._check_partition(topic, partition, verify=True)
@@ -370,18 +349,7 @@ class KafkaLog(Log):
             )
         if offset <= low:
             return low
-        target = TopicPartition(topic, partition, offset)
-        futures = self._admin().delete_records([target], request_timeout=self.timeout_s)
-        try:
-            result = next(iter(futures.values())).result(self.timeout_s)
-        except Exception as e:
-            if error_name(e) == "POLICY_VIOLATION":
-                raise LogError(
-                    f"cannot truncate {topic}/{partition}: the broker refuses to delete records "
-                    "of a topic with cleanup.policy=compact"
-                ) from None
-            raise translate(e, f"truncating {topic}/{partition} before {offset}") from None
-        return int(result.low_watermark)
+        return self._admin().delete_records(topic, partition, offset)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -410,9 +378,8 @@ class KafkaLog(Log):
             if self._admin_client is None:
                 from confluent_kafka.admin import AdminClient
 
-                self._admin_client = AdminClient(
-                    client_config(self._bootstrap, self._client_options)
-                )
+                client = AdminClient(client_config(self._bootstrap, self._client_options))
+                self._admin_client = KafkaAdmin(client, self.url, self.timeout_s)
             return self._admin_client
 
     def _producer(self) -> Any:
@@ -452,15 +419,8 @@ class KafkaLog(Log):
             return self._consumer_client
 
     def _metadata(self) -> dict[str, int]:
-        """Partition counts of all topics, fresh from the cluster (and cached). Never asks
-        for one topic by name: a metadata request naming a missing topic may create it."""
-        try:
-            metadata = self._admin().list_topics(timeout=self.timeout_s)
-        except LogError:
-            raise
-        except Exception as e:
-            raise translate(e, f"listing the topics of {self.url}") from None
-        counts = {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
+        """Partition counts of all topics, fresh from the cluster (and cached)."""
+        counts = self._admin().partition_counts()
         with self._lock:
             self._counts = dict(counts)
         return counts
@@ -490,19 +450,6 @@ class KafkaLog(Log):
         if isinstance(error, (UnknownTopicError, UnknownPartitionError)):
             self._check_partition(topic, partition, verify=True)
         return error
-
-    def _await_metadata(self, topic: str, partitions: int | None) -> None:
-        """Wait until the cluster's metadata shows ``topic`` with ``partitions`` (or, for
-        None, no longer shows it): Kafka creates and deletes topics asynchronously."""
-        deadline = time.monotonic() + self.timeout_s
-        while self._metadata().get(topic) != partitions:
-            if time.monotonic() > deadline:
-                state = "created" if partitions is not None else "deleted"
-                raise LogUnavailableError(
-                    f"topic {topic!r} was {state} but the metadata of {self.url} did not show "
-                    f"it within {self.timeout_s:g} s"
-                )
-            time.sleep(0.05)
 
 
 def _offset(value: object, what: str) -> int:
