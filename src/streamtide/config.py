@@ -24,11 +24,14 @@ class StreamsConfig:
     ``processing_guarantee="at_least_once"`` is accepted for Kafka compatibility; the engine
     currently runs the exactly-once protocol for both (a stronger guarantee).
     ``locality_wait`` is applied to the SparkSession that ``StreamsApp`` builds; set
-    ``spark.locality.wait`` yourself on a session you pass in.
+    ``spark.locality.wait`` yourself on a session you pass in. ``log_options`` go to the log
+    that ``log`` names: for ``kafka://`` logs, confluent-kafka client settings (security, SASL,
+    TLS, timeouts) passed unchanged, and ``topic.*`` configs of created topics.
     """
 
     application_id: str = "streamtide-app"
     log: str = "file://./streamtide-data"
+    log_options: dict[str, Any] = field(default_factory=dict)
     state_dir: str = "./streamtide-state"
     commit_interval: Duration = 1000
     max_records_per_batch: int = 100_000
@@ -71,6 +74,12 @@ class StreamsConfig:
         for name in ("default_key_serde", "default_value_serde"):
             if not isinstance(getattr(self, name), Serde):
                 raise ConfigError(f"{name} must be a Serde, got {getattr(self, name)!r}")
+        if not isinstance(self.log_options, dict) or not all(
+            isinstance(k, str) for k in self.log_options
+        ):
+            raise ConfigError(
+                f"log_options must be a dict with string keys, got {self.log_options!r}"
+            )
         if not isinstance(self.cache_enabled, bool):
             raise ConfigError(f"cache_enabled must be a bool, got {self.cache_enabled!r}")
 
