@@ -17,6 +17,13 @@ settings.load_profile("streamtide")
 _broker_failure: list[str] = []
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses the broker carries the ``kafka`` marker (``-m "not kafka"``)."""
+    for item in items:
+        if "kafka_broker" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.kafka)
+
+
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
     """The session's broker, started on first use and stopped with SIGTERM at the end. Tests
