@@ -1,7 +1,7 @@
 """The Kafka-protocol test broker: the ``noida-db`` binary on a free loopback port.
 
 Started directly (not through its console-script wrapper) so that SIGTERM reaches the server
-itself; see shared notes on the broker in docs/kafka.md. ``start_broker`` raises
+itself; docs/kafka.md says how it differs from Apache Kafka. ``start_broker`` raises
 ``BrokerUnavailable`` with a reason when the binary is missing or cannot start, so that tests
 needing it can skip with that reason.
 """

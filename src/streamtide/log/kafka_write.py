@@ -74,6 +74,7 @@ def produce_all(
                 except BufferError:  # the client's queue is full: let it send
                     producer.poll(0.05)
         producer.flush(timeout_s)
+        result.fatal = fatal_error()  # reported through the callback only, if at all
     except (KafkaException, SystemError) as e:
         # SystemError: some client versions fail flush() without the exception attached.
         raised = e.args[0] if isinstance(e, KafkaException) and e.args else None
