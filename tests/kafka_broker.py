@@ -89,7 +89,9 @@ def start_broker(data_dir: Path, *, port: int | None = None) -> Broker:
     command += ["--kafka-port", str(port), "--data-dir", str(data_dir)]
     with open(output, "ab") as out:
         try:
-            process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+            )
         except OSError as e:
             raise BrokerUnavailable(f"cannot run {exe}: {e}") from None
     broker = Broker(process, host, port, data_dir, output)
@@ -99,6 +101,17 @@ def start_broker(data_dir: Path, *, port: int | None = None) -> Broker:
         broker.stop()
         raise
     return broker
+
+
+def _die_with_parent() -> None:
+    """In the child: SIGTERM it when the test process dies, even by SIGKILL (Linux), so no
+    broker outlives an interrupted test run."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _wait_until_ready(broker: Broker) -> None:
