@@ -27,6 +27,13 @@ class StreamsConfig:
     ``spark.locality.wait`` yourself on a session you pass in. ``log_options`` go to the log
     that ``log`` names: for ``kafka://`` logs, confluent-kafka client settings (security, SASL,
     TLS, timeouts) passed unchanged, and ``topic.*`` configs of created topics.
+    ``batch_processing`` runs each
+    task's input as a batch (bulk serdes, state read once per key and batch); False runs the
+    record-at-a-time path, which gives the same results more slowly.
+    ``max_records_per_batch`` is the per-partition cap of a batch; with
+    ``adaptive_batch_size`` the engine doubles it (up to ``adaptive_batch_size_limit``) while
+    full batches finish in under half of ``commit_interval``, and halves it (down to
+    ``max_records_per_batch``) when one takes longer (``engine.batch_size``).
     """
 
     application_id: str = "streamtide-app"
@@ -45,6 +52,9 @@ class StreamsConfig:
     cache_enabled: bool = True
     snapshot_interval: int = 100
     locality_wait: Duration = 30_000
+    batch_processing: bool = True
+    adaptive_batch_size: bool = True
+    adaptive_batch_size_limit: int = 200_000
 
     def __post_init__(self) -> None:
         if not isinstance(self.application_id, str) or not _APP_ID.match(self.application_id):
@@ -57,6 +67,7 @@ class StreamsConfig:
         )
         self.locality_wait = _positive_ms(self.locality_wait, "locality_wait", allow_zero=True)
         _require_int(self.max_records_per_batch, "max_records_per_batch", minimum=1)
+        _require_int(self.adaptive_batch_size_limit, "adaptive_batch_size_limit", minimum=1)
         _require_int(self.num_standby_replicas, "num_standby_replicas", minimum=0)
         _require_int(self.acceptable_recovery_lag, "acceptable_recovery_lag", minimum=0)
         _require_int(self.max_warmup_replicas, "max_warmup_replicas", minimum=1)
@@ -80,8 +91,9 @@ class StreamsConfig:
             raise ConfigError(
                 f"log_options must be a dict with string keys, got {self.log_options!r}"
             )
-        if not isinstance(self.cache_enabled, bool):
-            raise ConfigError(f"cache_enabled must be a bool, got {self.cache_enabled!r}")
+        for name in ("cache_enabled", "batch_processing", "adaptive_batch_size"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be a bool, got {getattr(self, name)!r}")
 
     @property
     def dlq_topic(self) -> str:

@@ -175,3 +175,31 @@ def test_serdes_pickle_for_spark_executors() -> None:
         assert repr(clone) == repr(serde)
         if serde.name in value:
             assert clone.serialize(value[serde.name]) == serde.serialize(value[serde.name])
+
+
+@pytest.mark.parametrize(
+    "make,values",
+    [
+        (Serdes.short, [1, None, -32768, 32767]),
+        (Serdes.integer, [423412424, None, -41243432]),
+        (Serdes.long, [922337203685477580, None, -1]),
+        (Serdes.float32, [0.5, None, 3, -2.25]),
+        (Serdes.double, [5678567.12312, None, 7]),
+        (Serdes.uuid, [uuid.UUID(int=5), None]),
+        (lambda: Serdes.session_windowed(Serdes.integer()), [Windowed(10, Window(0, 1)), None]),
+    ],
+)
+def test_column_paths_match_value_by_value(make, values) -> None:
+    serde = make()
+    encoded = serde.serialize_many(values)
+    assert encoded == [serde.serialize(v) for v in values]
+    assert serde.deserialize_many(encoded) == [serde.deserialize(b) for b in encoded]
+
+
+def test_column_paths_raise_the_value_by_value_errors() -> None:
+    with pytest.raises(SerdeError, match="short serde cannot serialize 32768"):
+        Serdes.short().serialize_many([1, 32768])
+    with pytest.raises(SerdeError, match="expected 4 bytes, got 8"):
+        Serdes.integer().deserialize_many([bytes(4), bytes(8)])
+    with pytest.raises(SerdeError, match="integer serde cannot serialize True"):
+        Serdes.integer().serialize_many([1, True])
