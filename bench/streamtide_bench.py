@@ -32,7 +32,7 @@ from streamtide.engine.app import StreamsApp
 from streamtide.engine.progress import BatchProgress
 from streamtide.state.stores import Stores
 
-STRING, INT, JSON = Serdes.string(), Serdes.int(), Serdes.json()
+STRING, INT, JSON = Serdes.string(), Serdes.long(), Serdes.json()
 OPERATIONS = ("dedup", "session-count", "punctuation")
 
 
@@ -64,7 +64,7 @@ def session_topology(w: Workload) -> Topology:
         .windowed_by(SessionWindows.with_inactivity_gap(timedelta(milliseconds=w.session_gap_ms)))
         .count(Materialized.as_("sessions"))
         .to_stream()
-        .to("session-out", Produced.with_(Serdes.windowed(STRING), INT))
+        .to("session-out", Produced.with_(Serdes.session_windowed(STRING), INT))
     )
     return builder.build()
 

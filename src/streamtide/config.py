@@ -27,7 +27,10 @@ class StreamsConfig:
     ``processing_guarantee="at_least_once"`` is accepted for Kafka compatibility; the engine
     currently runs the exactly-once protocol for both (a stronger guarantee).
     ``locality_wait`` is applied to the SparkSession that ``StreamsApp`` builds; set
-    ``spark.locality.wait`` yourself on a session you pass in. ``batch_processing`` runs each
+    ``spark.locality.wait`` yourself on a session you pass in. ``log_options`` go to the log
+    that ``log`` names: for ``kafka://`` logs, confluent-kafka client settings (security, SASL,
+    TLS, timeouts) passed unchanged, and ``topic.*`` configs of created topics.
+    ``batch_processing`` runs each
     task's input as a batch (bulk serdes, state read once per key and batch); False runs the
     record-at-a-time path, which gives the same results more slowly.
     ``max_records_per_batch`` is the per-partition cap of a batch; with
@@ -38,6 +41,7 @@ class StreamsConfig:
 
     application_id: str = "streamtide-app"
     log: str = "file://./streamtide-data"
+    log_options: dict[str, Any] = field(default_factory=dict)
     state_dir: str = "./streamtide-state"
     commit_interval: Duration = 1000
     max_records_per_batch: int = 100_000
@@ -113,6 +117,12 @@ class StreamsConfig:
                 setattr(self, name, value)
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{name} must be a non-empty str or path, got {value!r}")
+        if not isinstance(self.log_options, dict) or not all(
+            isinstance(k, str) for k in self.log_options
+        ):
+            raise ConfigError(
+                f"log_options must be a dict with string keys, got {self.log_options!r}"
+            )
         for name in ("cache_enabled", "batch_processing", "adaptive_batch_size"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be a bool, got {getattr(self, name)!r}")

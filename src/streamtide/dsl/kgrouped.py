@@ -119,9 +119,9 @@ class KGroupedStream:
     def count(
         self, materialized: Materialized | None = None, named: Named | str | None = None
     ) -> KTable:
-        """Number of records per key (an int, serialized with ``Serdes.int()`` by default)."""
+        """Number of records per key (an int, serialized with ``Serdes.long()`` by default)."""
         return self._aggregate(
-            materialized, named, lambda: 0, lambda _k, _v, n: n + 1, Serdes.int()
+            materialized, named, lambda: 0, lambda _k, _v, n: n + 1, Serdes.long()
         )
 
     def reduce(
