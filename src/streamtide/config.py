@@ -24,7 +24,9 @@ class StreamsConfig:
     ``processing_guarantee="at_least_once"`` is accepted for Kafka compatibility; the engine
     currently runs the exactly-once protocol for both (a stronger guarantee).
     ``locality_wait`` is applied to the SparkSession that ``StreamsApp`` builds; set
-    ``spark.locality.wait`` yourself on a session you pass in.
+    ``spark.locality.wait`` yourself on a session you pass in. ``metrics_port``: serve
+    Prometheus metrics on ``http://127.0.0.1:<port>/metrics`` while the application runs
+    (0 picks a free port; see ``StreamsApp.metrics_url``).
     """
 
     application_id: str = "streamtide-app"
@@ -42,6 +44,7 @@ class StreamsConfig:
     cache_enabled: bool = True
     snapshot_interval: int = 100
     locality_wait: Duration = 30_000
+    metrics_port: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.application_id, str) or not _APP_ID.match(self.application_id):
@@ -71,6 +74,10 @@ class StreamsConfig:
         for name in ("default_key_serde", "default_value_serde"):
             if not isinstance(getattr(self, name), Serde):
                 raise ConfigError(f"{name} must be a Serde, got {getattr(self, name)!r}")
+        if self.metrics_port is not None:
+            _require_int(self.metrics_port, "metrics_port", minimum=0)
+            if self.metrics_port > 65535:
+                raise ConfigError(f"metrics_port must be <= 65535, got {self.metrics_port}")
         if not isinstance(self.cache_enabled, bool):
             raise ConfigError(f"cache_enabled must be a bool, got {self.cache_enabled!r}")
 

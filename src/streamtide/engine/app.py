@@ -20,6 +20,7 @@ from streamtide.engine.interop import (
     run_pinned,
     spark_context,
 )
+from streamtide.engine.metrics import AppMetrics, MetricsServer
 from streamtide.engine.placement import (
     Assignor,
     ClientReport,
@@ -83,6 +84,8 @@ class StreamsApp:
         self._error: BaseException | None = None
         self._executors: list[ExecutorInfo] = []
         self._blob: bytes | None = None
+        self._metrics = AppMetrics()
+        self._metrics_server: MetricsServer | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -126,7 +129,10 @@ class StreamsApp:
             else:  # no records (an older application directory): owners only
                 for task, owner in commit.get("owners", {}).items():
                     self._reports.setdefault(owner, ClientReport()).running.add(task)
+            self._metrics.remember_owners(commit.get("owners", {}))
             log.info("resuming %s after committed batch %d", self.config.application_id, batch)
+        if self.config.metrics_port is not None and self._metrics_server is None:
+            self._metrics_server = MetricsServer(self._metrics.registry, self.config.metrics_port)
         self._started = True
 
     def start(self) -> StreamsApp:
@@ -158,6 +164,9 @@ class StreamsApp:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        if self._metrics_server is not None:
+            self._metrics_server.close()
+            self._metrics_server = None
         if self._owns_spark and self._spark is not None:
             self._spark.stop()
             self._spark = None
@@ -182,6 +191,16 @@ class StreamsApp:
     @property
     def last_progress(self) -> BatchProgress | None:
         return self.history[-1] if self.history else None
+
+    def metrics(self) -> dict[str, float]:
+        """Every metric sample, keyed by name and labels in Prometheus text form, e.g.
+        ``'streamtide_records_consumed_total{partition="0",topic="clicks"}'``."""
+        return self._metrics.as_dict()
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where the metrics are served while the app runs (None without ``metrics_port``)."""
+        return None if self._metrics_server is None else self._metrics_server.url
 
     def input_waiting(self) -> bool:
         """Whether any source partition has records past its committed offset."""
@@ -213,15 +232,21 @@ class StreamsApp:
             stage_started = time.perf_counter()
             self._run_stage(batch, stage, executors, assignment, progress)
             progress.stage_ms.append(round((time.perf_counter() - stage_started) * 1000, 3))
+        partition_lags = {
+            key: lag for s in self.stages for t in s.task_ids for key, lag in self._lags(s, t)
+        }
         progress.lag = {t: self._lag(s, t) for s in self.stages for t in s.task_ids}
+        progress.partition_lag = {f"{t}:{p}": lag for (t, p), lag in partition_lags.items()}
         progress.standbys = {
             c: sorted(
                 str(t) for t in assignment.standby.get(c, set()) | assignment.warmup.get(c, set())
             )
             for c in assignment.standby
         }
-        progress.duration_ms = round((time.perf_counter() - started) * 1000, 3)
         self._write_assignment_records(batch, executors, assignment)
+        commit_started = time.perf_counter()
+        progress.duration_ms = round((commit_started - started) * 1000, 3)
+        progress.committed_at = round(time.time() * 1000)
         self.app_dir.write_commit(
             batch,
             {
@@ -232,6 +257,13 @@ class StreamsApp:
                 if hasattr(assignment, "describe")
                 else str(assignment),
             },
+        )
+        progress.commit_ms += round((time.perf_counter() - commit_started) * 1000, 3)
+        self._metrics.record_batch(
+            (time.perf_counter() - started),
+            progress.commit_ms / 1000,
+            partition_lags,
+            progress.owners,
         )
         self._next_batch = batch + 1
         self.history.append(progress)
@@ -274,16 +306,20 @@ class StreamsApp:
         return {s: self.log.end_offset(t, partition) for s, t in stage.changelog_topics.items()}
 
     def _lag(self, stage: Stage, task: str) -> int:
+        return sum(lag for _, lag in self._lags(stage, task))
+
+    def _lags(self, stage: Stage, task: str) -> list[tuple[tuple[str, int], int]]:
+        """End offset minus committed offset of each of the task's source partitions."""
         partition = int(task.split("_")[1])
         state = self._task_states.get(task)
-        lag = 0
+        lags = []
         for topic in stage.source_topics:
             if partition >= self.log.partitions(topic):
                 continue
             committed = state.offsets.get(offset_key(topic, partition)) if state else None
             start = self.log.begin_offset(topic, partition) if committed is None else committed
-            lag += max(0, self.log.end_offset(topic, partition) - start)
-        return lag
+            lags.append(((topic, partition), max(0, self.log.end_offset(topic, partition) - start)))
+        return lags
 
     def _internal_sinks(self, stage: Stage) -> list[str]:
         """Repartition topics this stage writes (their segments get interleaved)."""
@@ -327,6 +363,7 @@ class StreamsApp:
         app = self.config.application_id
         prefix = writer_prefix(app, batch, stage.subtopology)
         prepare = self.app_dir.read_prepare(batch, stage.subtopology)
+        ranges = None
         if prepare is None:
             ranges = self.app_dir.read_offsets(batch, stage.subtopology)
             if ranges is None:
@@ -352,6 +389,7 @@ class StreamsApp:
             self.app_dir.write_prepare(batch, stage.subtopology, prepare)
         else:
             progress.resumed = True
+        sealing_started = time.perf_counter()
         if not self.app_dir.is_sealed(batch, stage.subtopology):
             for task, entry in prepare["tasks"].items():
                 for data in entry["segments"]:
@@ -362,12 +400,16 @@ class StreamsApp:
                 self.log.seal(ref.topic, ref.partition, ref, seal_id=f"{app}/b{batch}/merged")
             self.app_dir.mark_sealed(batch, stage.subtopology)
             self.log.abort_unsealed_by_prefix(prefix)
+        progress.commit_ms += round((time.perf_counter() - sealing_started) * 1000, 3)
         changelogs = set(stage.changelog_topics.values())
         for task, entry in prepare["tasks"].items():
             self._task_states[task] = TaskCommittedState.from_dict(entry["state"])
             progress.owners[task] = entry["client"]
         units = prepare.get("reports", [])
         record_stage_reports(self._reports, stage.task_ids, units)
+        if ranges is None:
+            ranges = self.app_dir.read_offsets(batch, stage.subtopology) or {}
+        self._metrics.record_stage(ranges, units, changelogs)
         for unit in units:
             for result in unit["tasks"]:
                 progress.ran_on[result["task"]] = unit.get("ran_on", {}).get("executor", "?")
