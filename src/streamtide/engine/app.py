@@ -31,9 +31,10 @@ from streamtide.engine.placement import (
     subscriptions,
 )
 from streamtide.engine.plan import Stage, make_plan
-from streamtide.engine.progress import BatchProgress
+from streamtide.engine.progress import BatchProgress, RunningBatch
 from streamtide.engine.ranges import aligned_ends
 from streamtide.engine.shipping import ship_user_modules
+from streamtide.engine.status import read_status
 from streamtide.engine.worker import make_work
 from streamtide.errors import StreamsProcessingError, StreamtideError
 from streamtide.log import open_log
@@ -75,6 +76,8 @@ class StreamsApp:
         self.app_dir = AppDirectory(app_dir_for(self.config))
         self.stages: list[Stage] = []
         self.history: deque[BatchProgress] = deque(maxlen=100)
+        #: The batch being run, if any (read by progress displays from other threads).
+        self.running: RunningBatch | None = None
         self._task_states: dict[str, TaskCommittedState] = {}
         self._reports: dict[str, ClientReport] = {}
         self._next_batch = 0
@@ -225,6 +228,13 @@ class StreamsApp:
         batch = self._next_batch
         started = time.perf_counter()
         progress = BatchProgress(batch)
+        self.running = RunningBatch(batch, time.monotonic(), len(self.stages))
+        try:
+            return self._run_batch(batch, started, progress)
+        finally:
+            self.running = None
+
+    def _run_batch(self, batch: int, started: float, progress: BatchProgress) -> BatchProgress:
         executors = list_executors(self.sc)
         assignment = self._assign(executors)
         self._executors = executors
@@ -232,6 +242,9 @@ class StreamsApp:
             stage_started = time.perf_counter()
             self._run_stage(batch, stage, executors, assignment, progress)
             progress.stage_ms.append(round((time.perf_counter() - stage_started) * 1000, 3))
+            if self.running is not None:
+                self.running.stages_done += 1
+                self.running.records_done = progress.input_records
         partition_lags = {
             key: lag for s in self.stages for t in s.task_ids for key, lag in self._lags(s, t)
         }
@@ -372,6 +385,10 @@ class StreamsApp:
             else:
                 progress.resumed = True
                 self.log.abort_unsealed_by_prefix(prefix)
+            if self.running is not None:
+                self.running.planned_records += sum(
+                    end - start for topics in ranges.values() for start, end in topics.values()
+                )
             reports = self._execute(batch, stage, executors, assignment, ranges)
             tasks = {
                 r["task"]: {"segments": r["segments"], "state": r["state"], "client": client}
@@ -474,34 +491,9 @@ class StreamsApp:
 
     # ---- status --------------------------------------------------------------------------
 
-    def status(self) -> dict[str, Any]:
+    def status(self, history: int = 10) -> dict[str, Any]:
         """Tasks, owners, lags and recent batches (also available without Spark)."""
-        return read_status(self.config)
-
-
-def read_status(config: StreamsConfig) -> dict[str, Any]:
-    """Status of an application from its directory: works while it runs or after."""
-    app_dir = AppDirectory(app_dir_for(config))
-    recent = app_dir.recent_commits(10)
-    if not recent:
-        return {"application_id": config.application_id, "batches": [], "tasks": {}}
-    batch, commit = recent[-1]
-    progress = commit.get("progress", {})
-    tasks = {
-        task: {
-            "owner": commit.get("owners", {}).get(task),
-            "lag": progress.get("lag", {}).get(task, 0),
-            "stream_time": state.get("stream_time", -1),
-        }
-        for task, state in sorted(commit["tasks"].items())
-    }
-    return {
-        "application_id": config.application_id,
-        "last_batch": batch,
-        "tasks": tasks,
-        "standbys": progress.get("standbys", {}),
-        "batches": [c.get("progress", {}) for _, c in recent],
-    }
+        return read_status(self.config, history)
 
 
 _ERROR_LINE = re.compile(r"streamtide\.errors\.(\w+): (.+)")

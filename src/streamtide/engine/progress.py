@@ -47,3 +47,16 @@ class BatchProgress:
             f"batch {self.batch}: {self.input_records} in, {self.output_records} out, "
             f"{self.duration_ms:.0f} ms, lag {self.total_lag}, restored {self.restored_records}"
         )
+
+
+@dataclass
+class RunningBatch:
+    """What the driver knows about the batch it is running: the records it planned (input
+    ranges fixed so far) and those of the stages already committed."""
+
+    batch: int
+    started: float  # time.monotonic() when the batch began
+    stages: int
+    stages_done: int = 0
+    planned_records: int = 0
+    records_done: int = 0

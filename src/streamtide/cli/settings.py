@@ -1,0 +1,152 @@
+"""Application settings from the command line: a TOML file plus one flag per setting.
+
+Every ``StreamsConfig`` field can be set in the file (``commit_interval = 500``) and by a flag
+(``--commit-interval 500``); a flag wins over the file, the file over the defaults. Durations
+are int milliseconds, serdes are named (``default_value_serde = "json"``). The file may also
+name the Spark ``master``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import MISSING, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from streamtide.config import DESERIALIZATION_HANDLERS, PROCESSING_GUARANTEES, StreamsConfig
+from streamtide.errors import ConfigError
+from streamtide.serde import Serde, Serdes
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Settings of the command, not of StreamsConfig, that a config file may hold.
+RUN_SETTINGS = {"master": "local[2]"}
+_CHOICES = {
+    "processing_guarantee": PROCESSING_GUARANTEES,
+    "deserialization_exception_handler": DESERIALIZATION_HANDLERS,
+}
+_DURATIONS = {"commit_interval", "locality_wait"}
+
+
+def serde_names() -> tuple[str, ...]:
+    """Serdes that can be named in a config: Serdes' factories that take no argument."""
+    candidates = ("bytes", "string", "int", "long", "float", "double", "json")
+    return tuple(n for n in candidates if callable(getattr(Serdes, n, None)))
+
+
+def _serde(name: Any, where: str) -> Serde:
+    if not isinstance(name, str) or name not in serde_names():
+        raise ConfigError(f"{where} must name a serde ({', '.join(serde_names())}), got {name!r}")
+    return getattr(Serdes, name)()
+
+
+def setting_names() -> list[str]:
+    return [f.name for f in fields(StreamsConfig)]
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def config_options(func: F) -> F:
+    """Add one option per StreamsConfig setting (unset options are None)."""
+    for f in reversed(fields(StreamsConfig)):
+        default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+        shown = default.name if isinstance(default, Serde) else default
+        if f.name == "log":
+            func = click.option(
+                "--log",
+                "log",
+                envvar="STREAMTIDE_LOG",
+                default=None,
+                metavar="URL",
+                help=f"Log to use (env: STREAMTIDE_LOG; default {shown}).",
+            )(func)
+            continue
+        if f.name == "cache_enabled":
+            option = click.option(
+                "--cache/--no-cache",
+                "cache_enabled",
+                default=None,
+                help=f"The record cache (default {'on' if default else 'off'}).",
+            )
+        else:
+            names = [_flag(f.name)]
+            if f.name == "num_standby_replicas":
+                names.append("--standbys")
+            option = click.option(
+                *names,
+                f.name,
+                type=_click_type(f.name, str(f.type)),
+                default=None,
+                help=f"{_describe(f.name)} (default {shown}).",
+            )
+        func = option(func)
+    return func
+
+
+def _click_type(name: str, annotation: str) -> Any:
+    if name in _CHOICES:
+        return click.Choice(_CHOICES[name])
+    if "Serde" in annotation:
+        return click.Choice(serde_names())
+    if name in _DURATIONS:
+        return click.IntRange(min=0)
+    if "int" in annotation:
+        return click.IntRange(min=0)
+    return str
+
+
+def _describe(name: str) -> str:
+    if name in _DURATIONS:
+        return f"{name} in milliseconds"
+    return name.replace("_", " ").capitalize()
+
+
+def load_file(path: str | Path) -> dict[str, Any]:
+    """The settings in a TOML file, checked: every key is a setting, serdes are named."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    known = {*setting_names(), *RUN_SETTINGS}
+    settings: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in known:
+            raise ConfigError(
+                f"{path}: unknown setting {key!r}; known settings: {', '.join(sorted(known))}"
+            )
+        if key.endswith("_serde"):
+            value = _serde(value, f"{path}: {key}")
+        settings[key] = value
+    return settings
+
+
+def build_config(
+    path: str | Path | None, flags: dict[str, Any]
+) -> tuple[StreamsConfig, dict[str, Any]]:
+    """The StreamsConfig and the run settings from the file (if any) with ``flags`` (None =
+    not given) on top. Errors name the file and the setting."""
+    from_file = load_file(path) if path is not None else {}
+    run = {k: from_file.pop(k, default) for k, default in RUN_SETTINGS.items()}
+    run.update({k: v for k, v in flags.items() if k in RUN_SETTINGS and v is not None})
+    try:
+        config = StreamsConfig(**from_file)
+    except (ConfigError, TypeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    given = {k: v for k, v in flags.items() if k not in RUN_SETTINGS and v is not None}
+    for key in [k for k in given if k.endswith("_serde")]:
+        given[key] = _serde(given[key], _flag(key))
+    if "application_id" not in from_file and "application_id" not in given:
+        raise ConfigError("give --application-id, or application_id in the --config file")
+    return config.with_overrides(**given), run
