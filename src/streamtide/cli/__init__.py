@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "consume": "streamtide.cli.consume:consume",
     "run": "streamtide.cli.run:run",
     "status": "streamtide.cli.status:status",
+    "describe": "streamtide.cli.describe:describe",
     "demo": "streamtide.cli.demo:demo",
 }
 
