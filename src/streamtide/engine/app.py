@@ -49,7 +49,7 @@ MAX_STAGE_ATTEMPTS = 3
 
 
 class StreamsApp:
-    """A running Streamtide application; see DESIGN.md "Data flow of one batch"."""
+    """A running Streamtide application; see docs/engine.md, "One batch"."""
 
     def __init__(
         self,
