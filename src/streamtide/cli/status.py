@@ -24,7 +24,7 @@ def _time(ms: int | None) -> str:
     type=click.IntRange(min=1),
     default=10,
     show_default=True,
-    help="How many of the latest batches to show.",
+    help="How many of the latest batches to show (an application keeps its latest 100).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (for scripts).")
 @reports_errors
