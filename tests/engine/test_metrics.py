@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -189,8 +190,27 @@ def test_restores_are_counted_per_store(spark, log_url, tmp_path) -> None:
     second = StreamsApp(
         topology(), StreamsConfig(state_dir=str(tmp_path / "b"), **settings), spark=spark
     )
-    second.run_until_caught_up(timeout=120)
-    second.stop()
+    bounds = []
+    watching = threading.Event()
+
+    def watch() -> None:  # what a progress display sees while the batch runs
+        while not watching.is_set():
+            running = second.running
+            if running is not None:
+                bounds.append((running.restore_planned, running.restored_done))
+            time.sleep(0.002)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        second.run_until_caught_up(timeout=120)
+    finally:
+        watching.set()
+        watcher.join()
+        second.stop()
+    total = sum(changelog.values())
+    assert (total, 0) in bounds  # the bound is known before the stage runs
+    assert max(b for b, _ in bounds) == total
     metrics = second.metrics()
     for store, records in changelog.items():
         assert records > 0

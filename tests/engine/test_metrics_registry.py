@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from streamtide.engine.metrics import AppMetrics, sample_key
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -83,3 +85,23 @@ def test_docs_and_dashboard_cover_exactly_the_registered_families() -> None:
         for m in re.findall(r"streamtide_\w+", target["expr"])
     }
     assert {re.sub(r"_(bucket|sum|count)$", "", m) for m in used} == exposed
+
+
+def test_a_taken_port_is_a_clear_error_and_a_served_registry_stops() -> None:
+    import socket
+    import urllib.request
+
+    from streamtide.engine.metrics import MetricsServer
+    from streamtide.errors import ConfigError
+
+    metrics = AppMetrics()
+    server = MetricsServer(metrics.registry, 0)
+    try:
+        with urllib.request.urlopen(server.url, timeout=5) as response:
+            assert b"streamtide_task_moves_total 0.0" in response.read()
+        with pytest.raises(ConfigError, match=f"cannot serve metrics on 127.0.0.1:{server.port}"):
+            MetricsServer(metrics.registry, server.port)
+    finally:
+        server.close()
+    with socket.socket() as probe:  # the port is free again
+        probe.bind(("127.0.0.1", server.port))

@@ -1,8 +1,9 @@
 """A live progress line for ``streamtide run`` while a batch runs longer than a few seconds.
 
 It shows only what the driver knows: the running batch's planned input, the stages it has
-committed, and the records and rate of the batches committed since the command started. (A
-stage's records count as done when the stage commits; the driver learns nothing in between.)
+committed, the changelog records its tasks may have to restore, and the records and rate of
+the batches committed since the command started. (A stage's records and restores count as
+done when the stage commits; the driver learns nothing in between.)
 """
 
 from __future__ import annotations
@@ -33,18 +34,20 @@ def progress_line(
     done = list(committed)
     records = sum(b.input_records for b in done) + running.records_done
     rate = records / elapsed_s if elapsed_s > 0 else 0.0
-    line = (
+    batch = (
         f"batch {running.batch} running {now - running.started:.0f} s: "
         f"stage {min(running.stages_done + 1, running.stages)} of {running.stages}, "
         f"{running.records_done:,} of {running.planned_records:,} records planned so far done"
-        f" | this run: {records:,} records, {rate:,.0f} records/s"
     )
+    if running.restore_planned:
+        batch += (
+            f", {running.restored_done:,} of up to {running.restore_planned:,} changelog "
+            "records restored"
+        )
+    run = f"this run: {records:,} records, {rate:,.0f} records/s"
     if done:
-        line += f", lag {done[-1].total_lag:,} after batch {done[-1].batch}"
-        restored = sum(b.restored_records for b in done)
-        if restored:
-            line += f", {restored:,} state records restored"
-    return line
+        run += f", lag {done[-1].total_lag:,} after batch {done[-1].batch}"
+    return f"{batch} | {run}"
 
 
 @contextmanager

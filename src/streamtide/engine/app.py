@@ -238,6 +238,8 @@ class StreamsApp:
         executors = list_executors(self.sc)
         assignment = self._assign(executors)
         self._executors = executors
+        if self.running is not None:
+            self.running.restore_planned = self._restore_bound(assignment)
         for stage in self.stages:
             stage_started = time.perf_counter()
             self._run_stage(batch, stage, executors, assignment, progress)
@@ -245,6 +247,7 @@ class StreamsApp:
             if self.running is not None:
                 self.running.stages_done += 1
                 self.running.records_done = progress.input_records
+                self.running.restored_done = progress.restored_records
         partition_lags = {
             key: lag for s in self.stages for t in s.task_ids for key, lag in self._lags(s, t)
         }
@@ -309,6 +312,18 @@ class StreamsApp:
             {c: sub.encode() for c, sub in subs.items()},
             {c: AssignmentInfo.for_client(assignment, c).encode() for c in assignment.active},
         )
+
+    def _restore_bound(self, assignment: Assignment) -> int:
+        """Changelog records the active tasks may restore this batch: committed end minus
+        what their executor last reported holding (snapshots can make it less)."""
+        stateful = self._stateful_tasks()
+        total = 0
+        for client, tasks in assignment.active.items():
+            held = self._reports.get(client, ClientReport()).offset_sums
+            for task in map(str, tasks):
+                if task in stateful:
+                    total += max(0, self._changelog_end_sum(task) - held.get(task, 0))
+        return total
 
     def _changelog_end_sum(self, task: str) -> int:
         return sum(self._changelog_end(task).values())

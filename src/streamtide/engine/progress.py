@@ -60,3 +60,5 @@ class RunningBatch:
     stages_done: int = 0
     planned_records: int = 0
     records_done: int = 0
+    restore_planned: int = 0  # an upper bound: snapshots can shorten a restore
+    restored_done: int = 0
