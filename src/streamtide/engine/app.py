@@ -225,16 +225,16 @@ class StreamsApp:
     def run_batch(self) -> BatchProgress:
         """Plan, run and commit one batch."""
         self._ensure_started()
-        batch = self._next_batch
-        started = time.perf_counter()
-        progress = BatchProgress(batch)
-        self.running = RunningBatch(batch, time.monotonic(), len(self.stages))
+        self.running = RunningBatch(self._next_batch, time.monotonic(), len(self.stages))
         try:
-            return self._run_batch(batch, started, progress)
+            return self._run_batch()
         finally:
             self.running = None
 
-    def _run_batch(self, batch: int, started: float, progress: BatchProgress) -> BatchProgress:
+    def _run_batch(self) -> BatchProgress:
+        batch = self._next_batch
+        started = time.perf_counter()
+        progress = BatchProgress(batch)
         executors = list_executors(self.sc)
         assignment = self._assign(executors)
         self._executors = executors
@@ -248,11 +248,10 @@ class StreamsApp:
                 self.running.stages_done += 1
                 self.running.records_done = progress.input_records
                 self.running.restored_done = progress.restored_records
-        partition_lags = {
-            key: lag for s in self.stages for t in s.task_ids for key, lag in self._lags(s, t)
-        }
-        progress.lag = {t: self._lag(s, t) for s in self.stages for t in s.task_ids}
-        progress.partition_lag = {f"{t}:{p}": lag for (t, p), lag in partition_lags.items()}
+        lags = {t: self._lags(s, t) for s in self.stages for t in s.task_ids}
+        progress.lag = {t: sum(n for _, n in rows) for t, rows in lags.items()}
+        partition_lags = {key: n for rows in lags.values() for key, n in rows}
+        progress.partition_lag = {f"{t}:{p}": n for (t, p), n in partition_lags.items()}
         progress.standbys = {
             c: sorted(
                 str(t) for t in assignment.standby.get(c, set()) | assignment.warmup.get(c, set())
