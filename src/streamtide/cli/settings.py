@@ -29,6 +29,23 @@ _CHOICES = {
     "deserialization_exception_handler": DESERIALIZATION_HANDLERS,
 }
 _DURATIONS = {"commit_interval", "locality_wait"}
+#: One line per setting for ``--help`` (docs/engine.md has the full table).
+_HELP = {
+    "application_id": "Names the application's state, internal topics and directory",
+    "state_dir": "Local RocksDB state of the executors",
+    "commit_interval": "A batch starts at least this often, in ms",
+    "max_records_per_batch": "Records per source partition and batch, at most",
+    "num_standby_replicas": "Standby copies of each stateful task",
+    "acceptable_recovery_lag": "Changelog records within which a copy counts as caught up",
+    "max_warmup_replicas": "Warm-up tasks in flight at once",
+    "processing_guarantee": "Processing guarantee",
+    "deserialization_exception_handler": "What a record that cannot be deserialized does",
+    "default_key_serde": "Serde for keys where an operator was given none",
+    "default_value_serde": "Serde for values where an operator was given none",
+    "snapshot_interval": "Snapshot a task's stores every N commits (0: never)",
+    "locality_wait": "How long Spark waits for the executor a task is pinned to, in ms",
+    "metrics_port": "Serve Prometheus metrics on 127.0.0.1:PORT/metrics (0: a free port)",
+}
 
 
 def serde_names() -> tuple[str, ...]:
@@ -82,7 +99,7 @@ def config_options(func: F) -> F:
                 f.name,
                 type=_click_type(f.name, str(f.type)),
                 default=None,
-                help=f"{_describe(f.name)} (default {shown}).",
+                help=f"{_HELP.get(f.name, f.name)} (default {_shown(shown)}).",
             )
         func = option(func)
     return func
@@ -100,10 +117,8 @@ def _click_type(name: str, annotation: str) -> Any:
     return str
 
 
-def _describe(name: str) -> str:
-    if name in _DURATIONS:
-        return f"{name} in milliseconds"
-    return name.replace("_", " ").capitalize()
+def _shown(default: Any) -> str:
+    return "off" if default is None else str(default)
 
 
 def load_file(path: str | Path) -> dict[str, Any]:
