@@ -89,6 +89,7 @@ def test_docs_and_dashboard_cover_exactly_the_registered_families() -> None:
 
 def test_a_taken_port_is_a_clear_error_and_a_served_registry_stops() -> None:
     import socket
+    import urllib.error
     import urllib.request
 
     from streamtide.engine.metrics import MetricsServer
@@ -103,5 +104,8 @@ def test_a_taken_port_is_a_clear_error_and_a_served_registry_stops() -> None:
             MetricsServer(metrics.registry, server.port)
     finally:
         server.close()
-    with socket.socket() as probe:  # the port is free again
+    with pytest.raises(urllib.error.URLError):  # no longer served
+        urllib.request.urlopen(server.url, timeout=2)
+    with socket.socket() as probe:  # and the port can be served again
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind(("127.0.0.1", server.port))
