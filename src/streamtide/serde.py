@@ -16,6 +16,8 @@ from streamtide.window import Window, Windowed
 T = TypeVar("T")
 
 _LONG = struct.Struct(">q")
+_JSON_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+_JSON_DECODER = json.JSONDecoder()
 _DOUBLE = struct.Struct(">d")
 
 
@@ -49,6 +51,35 @@ class Serde(Generic[T]):
                 f"{self.name} serde cannot deserialize {_short(bytes(data))}: {exc}"
             ) from exc
 
+    def serialize_many(self, values: list[Any]) -> list[bytes | None]:
+        """``serialize`` of every value (a column at a time); the first failure raises the
+        same ``SerdeError`` ``serialize`` would."""
+        try:
+            return self._to_bytes_many(values)
+        except Exception:
+            serialize = self.serialize
+            return [serialize(value) for value in values]
+
+    def deserialize_many(self, items: list[bytes | None]) -> list[Any]:
+        """``deserialize`` of every item (a column at a time); the first failure raises the
+        same ``SerdeError`` ``deserialize`` would."""
+        try:
+            return self._from_bytes_many(items)
+        except Exception:
+            deserialize = self.deserialize
+            return [deserialize(data) for data in items]
+
+    def _to_bytes_many(self, values: list[Any]) -> list[bytes | None]:
+        """A fast path for a whole column; it may raise anything on bad input, after which
+        ``serialize_many`` redoes the column value by value for the precise error."""
+        serialize = self.serialize
+        return [serialize(value) for value in values]
+
+    def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:
+        """The column counterpart of ``_from_bytes`` (see ``_to_bytes_many``)."""
+        deserialize = self.deserialize
+        return [deserialize(data) for data in items]
+
     def _to_bytes(self, value: T) -> bytes:
         raise NotImplementedError  # pragma: no cover - abstract
 
@@ -75,6 +106,11 @@ class BytesSerde(Serde[bytes]):
     def _from_bytes(self, data: bytes) -> bytes:
         return bytes(data)
 
+    def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:
+        if set(map(type, items)) <= {bytes, type(None)}:
+            return list(items)
+        return [None if data is None else bytes(data) for data in items]
+
 
 class StringSerde(Serde[str]):
     name = "string"
@@ -86,6 +122,14 @@ class StringSerde(Serde[str]):
 
     def _from_bytes(self, data: bytes) -> str:
         return bytes(data).decode("utf-8")
+
+    def _to_bytes_many(self, values: list[Any]) -> list[bytes | None]:
+        if set(map(type, values)) - {str, type(None)}:
+            raise TypeError("expected str")
+        return [None if value is None else value.encode("utf-8") for value in values]
+
+    def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:
+        return [None if data is None else data.decode("utf-8") for data in items]
 
 
 class IntSerde(Serde[int]):
@@ -102,6 +146,16 @@ class IntSerde(Serde[int]):
         if len(data) != 8:
             raise ValueError(f"expected 8 bytes, got {len(data)}")
         return _LONG.unpack(data)[0]
+
+    def _to_bytes_many(self, values: list[Any]) -> list[bytes | None]:
+        if set(map(type, values)) - {int, type(None)}:
+            raise TypeError("expected int")
+        pack = _LONG.pack
+        return [None if value is None else pack(value) for value in values]
+
+    def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:
+        unpack = _LONG.unpack  # struct.error on any item that is not 8 bytes
+        return [None if data is None else unpack(data)[0] for data in items]
 
 
 class FloatSerde(Serde[float]):
@@ -130,6 +184,14 @@ class JsonSerde(Serde[Any]):
 
     def _from_bytes(self, data: bytes) -> Any:
         return json.loads(bytes(data).decode("utf-8"))
+
+    def _to_bytes_many(self, values: list[Any]) -> list[bytes | None]:
+        dumps = _JSON_ENCODER.encode
+        return [None if value is None else dumps(value).encode("utf-8") for value in values]
+
+    def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:
+        loads = _JSON_DECODER.decode
+        return [None if data is None else loads(data.decode("utf-8")) for data in items]
 
 
 class WindowedSerde(Serde[Windowed]):

@@ -29,8 +29,14 @@ _CHOICES = {
     "deserialization_exception_handler": DESERIALIZATION_HANDLERS,
 }
 _DURATIONS = {"commit_interval", "locality_wait"}
+#: Shorter names of boolean flags (``--cache/--no-cache``).
+_BOOL_FLAGS = {"cache_enabled": "cache"}
 #: One line per setting for ``--help`` (docs/engine.md has the full table).
 _HELP = {
+    "cache_enabled": "The record cache",
+    "batch_processing": "Process each task's input as a batch (bulk serdes, state per key)",
+    "adaptive_batch_size": "Grow the batch cap while full batches finish within commit_interval",
+    "adaptive_batch_size_limit": "Upper limit of the adaptive per-partition batch cap",
     "application_id": "Names the application's state, internal topics and directory",
     "state_dir": "Local RocksDB state of the executors",
     "commit_interval": "A batch starts at least this often, in ms",
@@ -83,12 +89,13 @@ def config_options(func: F) -> F:
                 help=f"Log to use (env: STREAMTIDE_LOG; default {shown}).",
             )(func)
             continue
-        if f.name == "cache_enabled":
+        if isinstance(default, bool):
+            flag = _BOOL_FLAGS.get(f.name, _flag(f.name)[2:])
             option = click.option(
-                "--cache/--no-cache",
-                "cache_enabled",
+                f"--{flag}/--no-{flag}",
+                f.name,
                 default=None,
-                help=f"The record cache (default {'on' if default else 'off'}).",
+                help=f"{_HELP.get(f.name, f.name)} (default {'on' if default else 'off'}).",
             )
         else:
             names = [_flag(f.name)]

@@ -12,6 +12,7 @@ from typing import Any
 from streamtide.assignment import Assignment, AssignmentInfo, SubscriptionInfo, assign
 from streamtide.config import StreamsConfig
 from streamtide.engine.app_dir import AppDirectory, app_dir_for
+from streamtide.engine.batch_size import BatchSizeController
 from streamtide.engine.interleave import interleave_segments
 from streamtide.engine.interop import (
     ExecutorInfo,
@@ -81,6 +82,13 @@ class StreamsApp:
         self._task_states: dict[str, TaskCommittedState] = {}
         self._reports: dict[str, ClientReport] = {}
         self._next_batch = 0
+        self._batch_size = BatchSizeController(
+            self.config.max_records_per_batch,
+            self.config.adaptive_batch_size_limit,
+            self.config.commit_interval,
+            enabled=self.config.adaptive_batch_size,
+        )
+        self._batch_full = False
         self._started = False
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -258,9 +266,11 @@ class StreamsApp:
             )
             for c in assignment.standby
         }
+        progress.duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        self._batch_size.observe(progress.duration_ms, self._batch_full)
+        self._batch_full = False
         self._write_assignment_records(batch, executors, assignment)
         commit_started = time.perf_counter()
-        progress.duration_ms = round((commit_started - started) * 1000, 3)
         progress.committed_at = round(time.time() * 1000)
         self.app_dir.write_commit(
             batch,
@@ -361,7 +371,7 @@ class StreamsApp:
     def _fix_ranges(self, stage: Stage) -> dict[str, dict[str, list[int]]]:
         """Each task's input ``{topic: [start, end)}``: from its committed offsets, at most
         ``max_records_per_batch`` per partition, cut at one event time (``engine.ranges``)."""
-        cap = self.config.max_records_per_batch
+        cap = self._batch_size.cap
         windows = {}
         for task in stage.task_ids:
             partition = int(task.split("_")[1])
@@ -371,7 +381,9 @@ class StreamsApp:
                     continue
                 committed = state.offsets.get(offset_key(topic, partition)) if state else None
                 start = self.log.begin_offset(topic, partition) if committed is None else committed
-                end = min(self.log.end_offset(topic, partition), start + cap)
+                available = self.log.end_offset(topic, partition)
+                end = min(available, start + cap)
+                self._batch_full = self._batch_full or available > end
                 windows[(topic, partition)] = (start, max(start, end))
         ends = aligned_ends(self.log, windows)
         ranges: dict[str, dict[str, list[int]]] = {task: {} for task in stage.task_ids}

@@ -109,6 +109,13 @@ class PunctuationQueue:
         live = sorted((s for _, _, s in self._heap if not s.cancelled), key=lambda s: s.time)
         return live + [s for s in self._pending if not s.cancelled]
 
+    def next_check_time(self) -> int | None:
+        """The earliest time at which ``may_punctuate`` can fire anything (None: never); a
+        schedule waiting for its first check makes it the smallest time there is."""
+        if self._pending:
+            return -(2**63)
+        return self.next_fire_time()
+
     def next_fire_time(self) -> int | None:
         while self._heap and self._heap[0][2].cancelled:
             heapq.heappop(self._heap)

@@ -49,6 +49,18 @@ class SourceNode:
         self.children.append(node)
         self.children_by_name[node.name] = node
 
+    def deserialize_columns(
+        self, keys: list[bytes | None], values: list[bytes | None]
+    ) -> tuple[list[Any], list[Any], dict[int, SerdeError]]:
+        """Deserialize whole key and value columns; rows that fail are reported by index
+        (their entries in the returned columns are meaningless)."""
+        errors: dict[int, SerdeError] = {}
+        return (
+            _column(self.key_serde, keys, errors),
+            _column(self.value_serde, values, errors),
+            errors,
+        )
+
     def deserialize(self, raw: Any) -> Record:
         return Record(
             self.key_serde.deserialize(raw.key),
@@ -56,6 +68,24 @@ class SourceNode:
             raw.timestamp,
             tuple(raw.headers or ()),
         )
+
+
+def _column(serde: Serde, items: list[bytes | None], errors: dict[int, SerdeError]) -> list[Any]:
+    """``serde.deserialize_many(items)``, or value by value noting each failure in ``errors``
+    (the first failure of a row is the one reported)."""
+    try:
+        return serde.deserialize_many(items)
+    except SerdeError:
+        pass
+    out: list[Any] = []
+    deserialize = serde.deserialize
+    for index, data in enumerate(items):
+        try:
+            out.append(deserialize(data))
+        except SerdeError as exc:
+            errors.setdefault(index, exc)
+            out.append(None)
+    return out
 
 
 class SinkNode:

@@ -8,17 +8,46 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
+
 from streamtide.errors import UnknownTopicError
-from streamtide.log.api import Log, LogRecord, SegmentRef
+from streamtide.log.api import Log, SegmentRef
+from streamtide.log.segments import HEADER_TYPE
+
+
+class _Columns:
+    """One partition's pending records, column by column."""
+
+    __slots__ = ("headers", "keys", "timestamps", "values")
+
+    def __init__(self) -> None:
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.timestamps: list[int] = []
+        self.headers: list[Any] = []
+
+    def table(self) -> pa.Table:
+        columns = [
+            pa.array(self.keys, pa.binary()),
+            pa.array(self.values, pa.binary()),
+            pa.array(self.timestamps, pa.int64()),
+        ]
+        names = ["key", "value", "timestamp"]
+        if any(self.headers):
+            rows = [[{"key": k, "value": v} for k, v in h] for h in self.headers]
+            columns.append(pa.array(rows, HEADER_TYPE))
+            names.append("headers")
+        return pa.Table.from_arrays(columns, names=names)
 
 
 class SegmentCollector:
-    """A ``RecordCollector`` that buffers records per partition, then writes segments."""
+    """A ``RecordCollector`` that buffers records per partition as columns, then writes one
+    segment per partition."""
 
     def __init__(self, log: Log) -> None:
         self.log = log
         self._partitions: dict[str, int] = {}
-        self._pending: dict[tuple[str, int], list[LogRecord]] = {}
+        self._pending: dict[tuple[str, int], _Columns] = {}
 
     def partitions_for(self, topic: str) -> int:
         count = self._partitions.get(topic)
@@ -31,6 +60,13 @@ class SegmentCollector:
             count = self._partitions[topic] = self.log.partitions(topic)
         return count
 
+    def _columns(self, topic: str, partition: int) -> _Columns:
+        columns = self._pending.get((topic, partition))
+        if columns is None:
+            self.partitions_for(topic)
+            columns = self._pending[(topic, partition)] = _Columns()
+        return columns
+
     def send(
         self,
         topic: str,
@@ -40,26 +76,44 @@ class SegmentCollector:
         timestamp: int,
         headers: Any,
     ) -> None:
-        records = self._pending.get((topic, partition))
-        if records is None:
-            self.partitions_for(topic)
-            records = self._pending[(topic, partition)] = []
-        records.append(LogRecord(key, value, timestamp, tuple(headers or ())))
+        columns = self._pending.get((topic, partition)) or self._columns(topic, partition)
+        columns.keys.append(key)
+        columns.values.append(value)
+        columns.timestamps.append(timestamp)
+        columns.headers.append(headers or ())
+
+    def send_many(
+        self,
+        topic: str,
+        partition: int,
+        keys: list[bytes | None],
+        values: list[bytes | None],
+        timestamps: list[int],
+        headers: list[Any],
+    ) -> None:
+        """``send`` of whole columns (one partition)."""
+        columns = self._columns(topic, partition)
+        columns.keys.extend(keys)
+        columns.values.extend(values)
+        columns.timestamps.extend(timestamps)
+        columns.headers.extend(headers)
 
     def record_count(self) -> int:
-        return sum(len(records) for records in self._pending.values())
+        return sum(len(columns.keys) for columns in self._pending.values())
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
-        for (topic, _), records in self._pending.items():
-            out[topic] = out.get(topic, 0) + len(records)
+        for (topic, _), columns in self._pending.items():
+            out[topic] = out.get(topic, 0) + len(columns.keys)
         return out
 
     def write_segments(self, writer_id: str) -> list[SegmentRef]:
         """Write one unsealed segment per partition that received records."""
         refs = []
-        for (topic, partition), records in sorted(self._pending.items()):
-            if records:
-                refs.append(self.log.write_segment(topic, partition, records, writer_id=writer_id))
+        for (topic, partition), columns in sorted(self._pending.items()):
+            if columns.keys:
+                refs.append(
+                    self.log.write_segment(topic, partition, columns.table(), writer_id=writer_id)
+                )
         self._pending.clear()
         return refs

@@ -94,6 +94,11 @@ class TaskStateManager:
         if collector is None:
             return
         partition = self.partition
+        send_many = getattr(collector, "send_many", None)
+        if send_many is not None:
+            keys, values, headers = zip(*records)
+            send_many(topic, partition, list(keys), list(values), [timestamp] * len(keys), headers)
+            return
         for key, value, headers in records:
             collector.send(topic, partition, key, value, timestamp, headers)
 

@@ -12,7 +12,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from streamtide.errors import SerdeError, StreamsProcessingError
+from streamtide.log.segments import records_of
 from streamtide.processor import drops
 from streamtide.processor.api import PunctuationType, StateStore
 from streamtide.processor.nodes import ProcessorNodeDef, SinkNodeDef, SourceNodeDef
@@ -20,6 +23,7 @@ from streamtide.processor.punctuation import PunctuationQueue, PunctuationSchedu
 from streamtide.processor.topology import Topology
 from streamtide.record import Record
 from streamtide.runtime.collector import RecordCollector
+from streamtide.runtime.columns import BatchInput
 from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.context import TaskContext
 from streamtide.runtime.metrics import TaskMetrics
@@ -30,6 +34,17 @@ from streamtide.serde import Serde, Serdes
 from streamtide.time import UNKNOWN_TIME, Clock, SystemClock
 
 log = logging.getLogger(__name__)
+
+
+class _RowView:
+    """One row of ``InputColumns`` seen as a raw record (for the error paths)."""
+
+    def __init__(self, columns: Any, row: int) -> None:
+        self.key = columns.keys[row]
+        self.value = columns.values[row]
+        self.timestamp = columns.timestamps[row]
+        self.headers = columns.headers[row]
+        self.offset = columns.offsets[row]
 
 
 def task_name(subtopology_id: int, partition: int) -> str:
@@ -55,6 +70,7 @@ class StreamTask:
         deserialization_handler: str = "fail",
         cache_enabled: bool = False,
         state_manager: TaskStateManager | None = None,
+        batch_processing: bool = False,
     ) -> None:
         self.topology = topology
         self.subtopology = topology.subtopology(subtopology_id)
@@ -68,6 +84,7 @@ class StreamTask:
         self.default_value_serde = default_value_serde or Serdes.bytes()
         self.deserialization_handler = deserialization_handler
         self.cache_enabled = cache_enabled
+        self.batch_processing = batch_processing
         self.metrics = TaskMetrics()
         committed = committed or TaskCommittedState()
         self.stream_time = committed.stream_time
@@ -79,6 +96,7 @@ class StreamTask:
         }
         self._stream_queue = self._queues[PunctuationType.STREAM_TIME]
         self._wall_queue = self._queues[PunctuationType.WALL_CLOCK_TIME]
+        self._stream_due: int | None = None  # next stream-time fire time (None: none)
         self.context = TaskContext(self)
         self.state_manager = state_manager or TaskStateManager(topology, self.subtopology.stores)
         self._nodes: dict[str, Any] = {}
@@ -87,6 +105,7 @@ class StreamTask:
         self._build_nodes()
         source_topics = [self.resolve(t) for t in self.subtopology.source_topics]
         self.partition_group = PartitionGroup(source_topics)
+        self.batch_input = BatchInput(source_topics)
         self._initialized = False
         self._closed = False
 
@@ -114,6 +133,10 @@ class StreamTask:
                         task_id=self.task_id,
                         node=definition.name,
                     )
+                if self.batch_processing and self._owns_its_stores(definition):
+                    variant = getattr(processor, "batch_variant", None)
+                    if variant is not None:
+                        processor = variant()
                 node = ProcessorNode(definition.name, processor, definition.stores)
             elif isinstance(definition, SinkNodeDef):
                 node = SinkNode(
@@ -129,6 +152,16 @@ class StreamTask:
         for definition in self.subtopology.nodes:
             for child in definition.children:
                 self._nodes[definition.name].add_child(self._nodes[child])
+
+    def _owns_its_stores(self, definition: ProcessorNodeDef) -> bool:
+        """Whether no other node of the sub-topology uses ``definition``'s stores (a batch
+        variant keeps store state in memory between commits, which only its owner sees)."""
+        mine = set(definition.stores)
+        return not any(
+            mine & set(getattr(other, "stores", ()))
+            for other in self.subtopology.nodes
+            if other is not definition
+        )
 
     def initialize(self) -> StreamTask:
         """Open the stores and call ``init`` on every processor (in topology order)."""
@@ -152,12 +185,21 @@ class StreamTask:
 
     def add_schedule(self, schedule: PunctuationSchedule) -> None:
         self._queues[schedule.punctuation_type].add(schedule)
+        self._stream_due = UNKNOWN_TIME if self._stream_queue else None  # check at next record
 
     # ---- input ---------------------------------------------------------------------------
 
     def add_records(self, topic: str, records: Iterable[RawRecord]) -> int:
         """Buffer raw records of a (physical) source topic, in offset order."""
+        if self.batch_processing:
+            return self.batch_input.add_records(topic, records)
         return self.partition_group.add(topic, records)
+
+    def add_table(self, topic: str, table: pa.Table) -> int:
+        """Buffer a ``Log.read_table`` result of a (physical) source topic."""
+        if self.batch_processing:
+            return self.batch_input.add_table(topic, table)
+        return self.partition_group.add(topic, records_of(table))
 
     def committed_offset(self, topic: str) -> int | None:
         """Next offset of ``topic`` to process (None: nothing processed yet)."""
@@ -165,7 +207,7 @@ class StreamTask:
 
     @property
     def buffered(self) -> int:
-        return len(self.partition_group)
+        return len(self.partition_group) + len(self.batch_input)
 
     # ---- processing ----------------------------------------------------------------------
 
@@ -173,6 +215,8 @@ class StreamTask:
         """Process buffered records (all, or at most ``max_records``); return the count."""
         if not self._initialized:
             self.initialize()
+        if self.batch_processing and max_records is None:
+            return self._process_batch()
         done = 0
         next_record = self.partition_group.next_record
         while max_records is None or done < max_records:
@@ -188,16 +232,7 @@ class StreamTask:
         if offset is not None:
             self._offsets[offset_key(topic, self.partition)] = offset + 1
         if raw.timestamp < 0:
-            drops.record_drop(self.metrics, drops.INVALID_TIMESTAMP)
-            log.warning(
-                "task %s: dropped a record with negative timestamp %d (topic %s, partition %d, "
-                "offset %s)",
-                self.task_id,
-                raw.timestamp,
-                topic,
-                self.partition,
-                offset,
-            )
+            self._drop_negative(topic, raw)
             return
         source = self._sources[topic]
         try:
@@ -223,6 +258,95 @@ class StreamTask:
             self.punctuate_stream_time()
         if self._wall_queue:
             self.punctuate_wall_clock()
+
+    def _process_batch(self) -> int:
+        """Process everything buffered as one batch: columns deserialized in bulk, then each
+        record in the partition group's order with the record path's exact semantics."""
+        taken, order = self.batch_input.take()
+        if not taken:
+            return 0
+        partition = self.partition
+        context = self.context
+        inputs = []
+        for topic, columns in taken:
+            source = self._sources[topic]
+            keys, values, errors = source.deserialize_columns(columns.keys, columns.values)
+            inputs.append((topic, source.children, columns, keys, values, errors))
+        rows: Iterable[tuple[int, int]] = (
+            order if order is not None else ((0, row) for row in range(len(taken[0][1])))
+        )
+        wall_queue = self._wall_queue
+        self._next_stream_due()
+        dispatch = self.dispatch
+        done = 0
+        last_offsets: dict[str, int] = {}
+        try:
+            for index, row in rows:
+                topic, children, columns, keys, values, errors = inputs[index]
+                offset = columns.offsets[row]
+                if offset is not None:
+                    last_offsets[topic] = offset
+                timestamp = columns.timestamps[row]
+                if timestamp < 0 or (errors and row in errors):
+                    self._skip(topic, columns, row, errors)
+                    continue
+                if timestamp > self.stream_time:
+                    self.stream_time = timestamp
+                record = Record(keys[row], values[row], timestamp, columns.headers[row])
+                context._source = (topic, partition, offset)
+                self._failed_node = None
+                try:
+                    for child in children:
+                        dispatch(child, record)
+                except Exception as exc:
+                    raise self._wrap(exc, topic, offset) from exc
+                context._source = None
+                context.current_node = None
+                done += 1
+                due = self._stream_due
+                if due is not None and self.stream_time >= due:
+                    self.punctuate_stream_time()
+                    self._next_stream_due()
+                if wall_queue:
+                    self.punctuate_wall_clock()
+        finally:
+            context.clear_source()
+            context.current_node = None
+            for name, last in last_offsets.items():
+                self._offsets[offset_key(name, partition)] = last + 1
+        self.metrics.increment("processed-records", done)
+        return done
+
+    def _next_stream_due(self) -> int | None:
+        """When the stream-time queue next needs a check (None: never)."""
+        queue = self._stream_queue
+        if not queue:
+            self._stream_due = None
+            return None
+        due = self._stream_due = queue.next_check_time()
+        return due
+
+    def _skip(
+        self, topic: str, columns: Any, row: int, errors: dict[int, SerdeError] | None
+    ) -> None:
+        """A record the batch cannot process: a negative timestamp or a serde failure."""
+        raw = _RowView(columns, row)
+        if raw.timestamp < 0:
+            self._drop_negative(topic, raw)
+        else:
+            self._on_deserialization_error(topic, raw, errors[row])  # type: ignore[index]
+
+    def _drop_negative(self, topic: str, raw: RawRecord) -> None:
+        drops.record_drop(self.metrics, drops.INVALID_TIMESTAMP)
+        log.warning(
+            "task %s: dropped a record with negative timestamp %d (topic %s, partition %d, "
+            "offset %s)",
+            self.task_id,
+            raw.timestamp,
+            topic,
+            self.partition,
+            raw.offset,
+        )
 
     def dispatch(self, node: Any, record: Record) -> None:
         """Run ``node`` on ``record`` with the context pointing at it."""

@@ -157,6 +157,7 @@ def _run_active(
         deserialization_handler=config.deserialization_exception_handler,
         cache_enabled=config.cache_enabled,
         state_manager=state_manager,
+        batch_processing=config.batch_processing,
     )
     phases = _Phases()
     try:
@@ -166,8 +167,7 @@ def _run_active(
         read = 0
         for topic, (start, end) in active.ranges.items():
             if end > start:
-                records = list(log_.read(topic, active.partition, start, end))
-                read += task.add_records(topic, records)
+                read += task.add_table(topic, log_.read_table(topic, active.partition, start, end))
         phases.mark("read")
         task.process()
         task.punctuate_wall_clock()

@@ -154,6 +154,13 @@ class DedupStore(BytesLayoutStore):
         self.inner.delete(_INDEX + ts + dedup_id)
         return existed
 
+    def discard(self, dedup_id: bytes, timestamp: int) -> None:
+        """Write tombstones for both keys of one entry, as a purge of it does (without reading
+        whether it exists)."""
+        ts = encode_ts(timestamp)
+        self.inner.put(_id_prefix(dedup_id) + ts, None)
+        self.inner.put(_INDEX + ts + dedup_id, None)
+
     def purge_expired(self, before: int) -> int:
         """Delete every entry with ``timestamp < before``; return how many were deleted.
 

@@ -60,12 +60,15 @@ class Segments:
         """Every entry of one segment, in key order (a bounded range, cheap on any store)."""
         return self.inner.range(self.prefix(segment), self.prefix(segment + 1))
 
-    def live_from(self) -> int:
-        """Entries indexed before this time are expired (never returned, never stored)."""
-        return self._stream_time() - self.retention_ms - self._horizon
+    def live_from(self, now: int | None = None) -> int:
+        """Entries indexed before this time are expired (never returned, never stored);
+        ``now`` is the stream time to judge at (default: the task's current one)."""
+        if now is None:
+            now = self._stream_time()
+        return now - self.retention_ms - self._horizon
 
-    def is_live(self, time: int) -> bool:
-        return time >= self.live_from()
+    def is_live(self, time: int, now: int | None = None) -> bool:
+        return time >= self.live_from(now)
 
     def note_time(self, time: int) -> None:
         """Remember the newest indexed time, so lookups know which segments may exist."""
@@ -92,10 +95,11 @@ class Segments:
             return range(0)
         return range(self.segment_id(lower), self.segment_id(upper) + 1)
 
-    def drop_expired(self) -> bool:
-        """Delete every segment whose entries are all expired, with one range delete (issued
-        only when such an entry exists); return whether anything was deleted."""
-        below = self.segment_id(self.live_from())
+    def drop_expired(self, now: int | None = None) -> bool:
+        """Delete every segment whose entries are all expired at stream time ``now`` (default:
+        the current one), with one range delete (issued only when such an entry exists);
+        return whether anything was deleted."""
+        below = self.segment_id(self.live_from(now))
         if self._dropped_below is not None and below <= self._dropped_below:
             return False
         self._dropped_below = below

@@ -75,6 +75,51 @@ class SessionStore(SegmentedLayoutStore):
         """Delete ``session`` (no-op when it is not stored)."""
         self.put(session, None)
 
+    def write_all_at(self, updates: list[tuple[int, Windowed, bytes | None]]) -> None:
+        """Apply ``(stream_time, session, serialized aggregate or None)`` updates in order, each
+        as ``put`` would have at that stream time: segments expire at the same points and
+        expired puts are ignored. Only each session's last effective update reaches the inner
+        store, which then holds what the sequence of ``put`` calls leaves (batch processing's
+        write-back)."""
+        segments = self._open()
+        key_bytes: dict[Any, bytes] = {}
+        idents: list[tuple[bytes, int, int]] = []
+        last: dict[tuple[bytes, int, int], int] = {}
+        live_from = segments.live_from
+        for index, (now, session, value) in enumerate(updates):
+            key = session.key
+            try:
+                encoded = key_bytes.get(key)
+            except TypeError:  # an unhashable key
+                encoded = None
+            if encoded is None:
+                encoded = self._key_bytes(key)
+                try:
+                    key_bytes[key] = encoded
+                except TypeError:
+                    pass
+            window = session.window
+            ident = (encoded, window.start, window.end)
+            idents.append(ident)
+            if value is None or window.end >= live_from(now):
+                last[ident] = index
+        put = self.inner.put
+        entry_key = self._entry_key
+        newest = None
+        for index, (now, _session, value) in enumerate(updates):
+            ident = idents[index]
+            if value is not None:
+                segments.drop_expired(now)
+                end = ident[2]
+                if end < live_from(now):
+                    continue
+                if newest is None or end > newest:
+                    newest = end
+            if last.get(ident) == index:
+                put(entry_key(segments, *ident), value)
+        if newest is not None:
+            segments.note_time(newest)
+
     # ---- reads ---------------------------------------------------------------------------
 
     def find_sessions(

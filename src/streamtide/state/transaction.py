@@ -18,14 +18,35 @@ RangeDelete = tuple[bytes, "bytes | None"]
 
 
 class WriteBuffer:
-    """Pending writes in key order; see the module docstring for the replay order."""
+    """Pending writes; see the module docstring for the replay order.
 
-    __slots__ = ("_keys", "_ranges", "_values")
+    Writes land in a dict (one hash per put, whatever the batch size); the key order that
+    replays and range reads need is brought up to date only when asked for: a few new keys
+    are inserted into the sorted list, many are sorted in with it at once.
+    """
+
+    __slots__ = ("_new", "_ranges", "_sorted", "_values")
 
     def __init__(self) -> None:
         self._values: dict[bytes, bytes | None] = {}
-        self._keys: list[bytes] = []
+        self._sorted: list[bytes] = []
+        self._new: list[bytes] = []  # keys added since ``_sorted`` was last brought up to date
         self._ranges: list[RangeDelete] = []
+
+    @property
+    def _keys(self) -> list[bytes]:
+        """Buffered keys in key order."""
+        new = self._new
+        if new:
+            keys = self._sorted
+            if len(new) <= 16:
+                for key in new:
+                    bisect.insort(keys, key)
+            else:
+                keys.extend(new)
+                keys.sort()
+            new.clear()
+        return self._sorted
 
     def __len__(self) -> int:
         """How many changelog records replaying the buffer takes."""
@@ -48,8 +69,17 @@ class WriteBuffer:
     def put(self, key: bytes, value: bytes | None) -> None:
         values = self._values
         if key not in values:
-            bisect.insort(self._keys, key)
+            self._new.append(key)
         values[key] = value
+
+    def put_many(self, entries: list[tuple[bytes, bytes | None]]) -> None:
+        """``put`` of every entry, in order."""
+        values = self._values
+        new = self._new
+        for key, value in entries:
+            if key not in values:
+                new.append(key)
+            values[key] = value
 
     def delete_range(self, from_key: bytes | None, to_key: bytes | None) -> None:
         begin = from_key if from_key is not None else b""
@@ -72,7 +102,8 @@ class WriteBuffer:
 
     def clear(self) -> None:
         self._values.clear()
-        self._keys.clear()
+        self._sorted.clear()
+        self._new.clear()
         self._ranges.clear()
 
     # ---- reading -------------------------------------------------------------------------

@@ -37,6 +37,7 @@ class TopologyTestDriver:
         *,
         cache_enabled: bool = False,
         state_dir: str | Path | None = None,
+        batch_processing: bool = False,
     ) -> None:
         if config is None:
             config = StreamsConfig(application_id="test-driver")
@@ -65,6 +66,7 @@ class TopologyTestDriver:
                 default_value_serde=config.default_value_serde,
                 deserialization_handler=config.deserialization_exception_handler,
                 cache_enabled=cache_enabled,
+                batch_processing=batch_processing,
             )
             self.tasks.append(task)
             for topic in sub.source_topics:
