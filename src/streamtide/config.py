@@ -37,6 +37,8 @@ class StreamsConfig:
     ``adaptive_batch_size`` the engine doubles it (up to ``adaptive_batch_size_limit``) while
     full batches finish within ``commit_interval``, and halves it (down to
     ``max_records_per_batch``) when one takes more than twice as long (``engine.batch_size``).
+    ``metrics_port``: serve Prometheus metrics on ``http://127.0.0.1:<port>/metrics`` while
+    the application runs (0 picks a free port; see ``StreamsApp.metrics_url``).
     """
 
     application_id: str = "streamtide-app"
@@ -61,6 +63,7 @@ class StreamsConfig:
     auto_offset_reset: str | None = None
     invalid_timestamp_handler: str = "fail"
     fatal_exceptions: tuple[type[BaseException], ...] = ()
+    metrics_port: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.application_id, str) or not _APP_ID.match(self.application_id):
@@ -123,6 +126,10 @@ class StreamsConfig:
             raise ConfigError(
                 f"log_options must be a dict with string keys, got {self.log_options!r}"
             )
+        if self.metrics_port is not None:
+            _require_int(self.metrics_port, "metrics_port", minimum=0)
+            if self.metrics_port > 65535:
+                raise ConfigError(f"metrics_port must be <= 65535, got {self.metrics_port}")
         for name in ("cache_enabled", "batch_processing", "adaptive_batch_size"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be a bool, got {getattr(self, name)!r}")

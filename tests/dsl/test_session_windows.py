@@ -1,4 +1,4 @@
-"""Session-windowed aggregation (SEMANTICS.md section 5), through the TopologyTestDriver."""
+"""Session-windowed aggregation, through the TopologyTestDriver."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def pipe_seconds(inp, records: list[tuple[str | None, float]]) -> None:
         inp.pipe_input(key, "v", timestamp=int(second * SEC))
 
 
-# ---- SEMANTICS.md section 5 acceptance cases (count, gap 5 s, retention 1 day, cache off) ----
+# ---- session window acceptance cases (count, gap 5 s, retention 1 day, cache off) ----
 
 
 def test_S1_merge_emits_tombstone_then_new_session():

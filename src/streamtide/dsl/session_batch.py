@@ -15,6 +15,7 @@ from typing import Any
 
 from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.dsl.windowed_processors import SessionWindowAggregateProcessor
+from streamtide.processor import drops
 from streamtide.processor.api import ProcessorContext
 from streamtide.record import Record
 from streamtide.window import Window, Windowed
@@ -45,7 +46,7 @@ class BatchSessionWindowAggregateProcessor(SessionWindowAggregateProcessor):
     def process(self, record: Record) -> None:
         key, value, t = record.key, record.value, record.timestamp
         if key is None or value is None:
-            self.context.metrics.increment("dropped-records")
+            drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
             return
         key_bytes = self._key_serde.serialize(key)
         sessions = self._sessions.get(key_bytes)
