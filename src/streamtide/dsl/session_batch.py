@@ -82,18 +82,21 @@ class BatchSessionWindowAggregateProcessor(SessionWindowAggregateProcessor):
         updates = self._updates
         emit = self.cache.emit
         headers = record.headers
+        created = True
         for session in merged:
             sessions.remove(session)
             if session[0] != start or session[1] != end:
                 updates.append((now, session[3], None))
                 emit(Record(session[3], None, session[1], headers))
+            else:
+                created = False
         if end >= live_from:
             serialized = self._value_serde.serialize(agg)
             updates.append((now, new, serialized))
             sessions.append((start, end, serialized, new))
             if len(sessions) > 1:
                 sessions.sort(key=_end_then_start)
-        emit(Record(new, agg, end, headers))
+        emit(Record(new, agg, end, headers), created)
 
     def flush(self) -> None:
         """Write the batch's session updates to the store (see the module docstring)."""

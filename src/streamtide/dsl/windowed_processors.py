@@ -168,7 +168,8 @@ class SessionWindowAggregateProcessor(_WindowedProcessor):
                 self._emit(record, session, None, session.window.end)
         if end >= self.context.current_stream_time_ms() - self.retention_ms:
             self.store.put(new, agg)
-        self._emit(record, new, agg, end)
+        created = all(session.window != new.window for session, _ in merged)
+        self.cache.emit(Record(new, agg, end, record.headers), created)
 
 
 class SessionWindowDistinctProcessor(_WindowedProcessor):
