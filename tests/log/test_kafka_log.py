@@ -276,3 +276,19 @@ def test_time_retention_applies_to_the_active_segment_within_seconds(
         time.sleep(0.25)
     assert log.begin_offset("expiring", 0) == 3 and list(log.read("expiring", 0, 3)) == []
     assert [r.value for r in log.read("kept", 0)] == [b"v0", b"v1", b"v2"]
+
+
+@pytest.mark.kafka
+def test_reads_that_continue_where_the_last_stopped_see_new_records(klog: KafkaLog) -> None:
+    """The reader keeps its assignment between calls; continuing at the end of a partition
+    (as ``consume --follow`` does) must still see what was appended since."""
+    klog.create_topic("t", 2)
+    klog.append("t", 0, recs(3))
+    assert [r.offset for r in klog.read("t", 0)] == [0, 1, 2]
+    klog.append("t", 0, recs(2, "later"))
+    assert [r.value for r in klog.read("t", 0, 3)] == [b"later0", b"later1"]
+    assert [r.offset for r in klog.read("t", 0, 1, max_records=1)] == [1]
+    assert [r.offset for r in klog.read("t", 0, 2, 4)] == [2, 3]  # continues after a limit
+    klog.append("t", 1, recs(1, "other"))
+    assert [r.value for r in klog.read("t", 1)] == [b"other0"]  # another partition
+    assert [r.offset for r in klog.read("t", 0, 0, 2)] == [0, 1]  # and back, seeking again

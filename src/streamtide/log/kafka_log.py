@@ -45,7 +45,7 @@ from streamtide.log.kafka_client import (
     split_options,
     translate,
 )
-from streamtide.log.kafka_read import fetch, to_table
+from streamtide.log.kafka_read import PartitionReader, to_table
 from streamtide.log.kafka_write import produce_all
 from streamtide.log.segments import iter_records
 from streamtide.log.segments import to_table as to_segment_table
@@ -79,6 +79,7 @@ class KafkaLog(Log):
         self._admin_client: Any = None
         self._producer_client: Any = None
         self._consumer_client: Any = None
+        self._reader: PartitionReader
         self._fatal_error: Any = None
         self._counts: dict[str, int] = {}
         self._closed = False
@@ -225,13 +226,13 @@ class KafkaLog(Log):
         """The range in tables of at most ``_CHUNK`` records; the consumer is held only while
         one chunk is fetched, so interleaved readers each seek to their own position."""
         position, left = start, limit
-        consumer = self._consumer()
+        self._consumer()
         while position < stop and (left is None or left > 0):
             want = _CHUNK if left is None else min(_CHUNK, left)
             try:
                 with self._read_lock:
-                    messages, position = fetch(
-                        consumer, topic, partition, position, stop, want, self.timeout_s
+                    messages, position = self._reader.fetch(
+                        topic, partition, position, stop, want, self.timeout_s
                     )
             except LogError:
                 raise
@@ -416,6 +417,7 @@ class KafkaLog(Log):
                 options = {"group.id": READER_GROUP_ID, **self._client_options}
                 config = client_config(self._bootstrap, options, REQUIRED_CONSUMER)
                 self._consumer_client = Consumer(config)
+                self._reader = PartitionReader(self._consumer_client)
             return self._consumer_client
 
     def _metadata(self) -> dict[str, int]:
