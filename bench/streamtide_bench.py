@@ -190,11 +190,12 @@ def profile_operation(
     *,
     in_process: bool = False,
     top: int = 25,
-) -> tuple[EngineRun, str]:
-    """Run ``operation`` under cProfile in the driver; return the run and the top entries by
-    cumulative time. Normally the work units run in Spark's Python workers and show up as
-    the time the driver waits for its jobs; with ``in_process`` they run one after another
-    in the driver instead (no Spark job), so the profile covers the per-record work too."""
+) -> tuple[EngineRun, str, int]:
+    """Run ``operation`` under cProfile in the driver; return the run, the top entries by
+    cumulative time and the number of Python function calls profiled. Normally the work
+    units run in Spark's Python workers and show up as the time the driver waits for its
+    jobs; with ``in_process`` they run one after another in the driver instead (no Spark
+    job), so the profile covers the per-record work too."""
     import streamtide.engine.app as engine_app
 
     pinned = engine_app.run_pinned
@@ -211,4 +212,5 @@ def profile_operation(
     pstats.Stats(profiler, stream=out).sort_stats(
         os.environ.get("STREAMTIDE_PROFILE_SORT", "cumulative")
     ).print_stats(top)
-    return run, out.getvalue()
+    calls = sum(stat[1] for stat in pstats.Stats(profiler).stats.values())  # type: ignore[attr-defined]
+    return run, out.getvalue(), calls

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
@@ -14,6 +15,8 @@ from streamtide.time import Duration, to_millis
 _APP_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 PROCESSING_GUARANTEES = ("exactly_once", "at_least_once")
 DESERIALIZATION_HANDLERS = ("fail", "log_and_continue")
+AUTO_OFFSET_RESETS = ("earliest", "latest")
+INVALID_TIMESTAMP_HANDLERS = ("fail", "log_and_skip")
 
 
 @dataclass
@@ -32,8 +35,8 @@ class StreamsConfig:
     record-at-a-time path, which gives the same results more slowly.
     ``max_records_per_batch`` is the per-partition cap of a batch; with
     ``adaptive_batch_size`` the engine doubles it (up to ``adaptive_batch_size_limit``) while
-    full batches finish in under half of ``commit_interval``, and halves it (down to
-    ``max_records_per_batch``) when one takes longer (``engine.batch_size``).
+    full batches finish within ``commit_interval``, and halves it (down to
+    ``max_records_per_batch``) when one takes more than twice as long (``engine.batch_size``).
     """
 
     application_id: str = "streamtide-app"
@@ -55,6 +58,9 @@ class StreamsConfig:
     batch_processing: bool = True
     adaptive_batch_size: bool = True
     adaptive_batch_size_limit: int = 200_000
+    auto_offset_reset: str | None = None
+    invalid_timestamp_handler: str = "fail"
+    fatal_exceptions: tuple[type[BaseException], ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.application_id, str) or not _APP_ID.match(self.application_id):
@@ -85,6 +91,32 @@ class StreamsConfig:
         for name in ("default_key_serde", "default_value_serde"):
             if not isinstance(getattr(self, name), Serde):
                 raise ConfigError(f"{name} must be a Serde, got {getattr(self, name)!r}")
+        if self.auto_offset_reset not in (None, *AUTO_OFFSET_RESETS):
+            raise ConfigError(
+                f"auto_offset_reset must be None, 'earliest' or 'latest', "
+                f"got {self.auto_offset_reset!r}"
+            )
+        if self.invalid_timestamp_handler not in INVALID_TIMESTAMP_HANDLERS:
+            raise ConfigError(
+                f"invalid_timestamp_handler must be one of {INVALID_TIMESTAMP_HANDLERS}, "
+                f"got {self.invalid_timestamp_handler!r}"
+            )
+        if isinstance(self.fatal_exceptions, list):
+            self.fatal_exceptions = tuple(self.fatal_exceptions)
+        if not isinstance(self.fatal_exceptions, tuple) or not all(
+            isinstance(t, type) and issubclass(t, BaseException) for t in self.fatal_exceptions
+        ):
+            raise ConfigError(
+                "fatal_exceptions must be a tuple of exception types, "
+                f"got {self.fatal_exceptions!r}"
+            )
+        for name in ("log", "state_dir"):
+            value = getattr(self, name)
+            if isinstance(value, os.PathLike):
+                value = os.fspath(value)
+                setattr(self, name, value)
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{name} must be a non-empty str or path, got {value!r}")
         if not isinstance(self.log_options, dict) or not all(
             isinstance(k, str) for k in self.log_options
         ):

@@ -27,6 +27,10 @@ class LogError(StreamtideError):
     """The partitioned log failed: missing topic, bad offset range, corrupt segment."""
 
 
+class SegmentError(LogError):
+    """A segment is missing, corrupt, or was used in a way its state forbids."""
+
+
 class UnknownTopicError(LogError, KeyError):
     """A topic that does not exist was read or written."""
 
@@ -51,6 +55,7 @@ class StreamsProcessingError(StreamtideError):
         partition: int | None = None,
         offset: int | None = None,
     ) -> None:
+        self.message = message
         self.task_id = task_id
         self.node = node
         self.topic = topic
@@ -68,3 +73,27 @@ class StreamsProcessingError(StreamtideError):
             if value is not None
         )
         super().__init__(f"{message} ({where})" if where else message)
+
+
+class CorruptLogError(SegmentError):
+    """Stored log data failed a check (checksum, manifest chain, missing entry): it is never
+    read as records. Names the topic, partition and file."""
+
+
+class CorruptRecordError(StreamtideError):
+    """A durable record the engine reads (application directory, checkpoint) is unreadable;
+    the message names its path."""
+
+
+class FencedError(StreamtideError):
+    """Another instance of the application took over (it holds a newer epoch): this driver
+    must stop without writing anything more."""
+
+
+class InputTopicChangedError(LogError):
+    """An input topic no longer matches the committed offsets: it was deleted and re-created,
+    or it is shorter than the committed offset. Set ``auto_offset_reset`` to continue."""
+
+
+class InvalidTimestampError(StreamsProcessingError):
+    """A record's timestamp is negative and ``invalid_timestamp_handler`` is ``"fail"``."""

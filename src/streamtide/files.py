@@ -29,3 +29,33 @@ def write_atomically(path: str | Path, data: bytes, *, fsync: bool = True) -> No
             os.fsync(directory)
         finally:
             os.close(directory)
+
+
+def create_exclusively(path: str | Path, data: bytes, *, fsync: bool = True) -> bool:
+    """Create ``path`` with ``data`` unless it exists; True if this call created it.
+
+    The file appears whole or not at all (a fully written temporary file is hard-linked to
+    the name, which fails if the name exists), and of concurrent creators exactly one wins.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            if fsync:
+                handle.flush()
+                os.fsync(handle.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+    finally:
+        os.unlink(tmp)
+    if fsync:
+        directory = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+    return True

@@ -231,8 +231,21 @@ class JsonSerde(Serde[Any]):
         return [None if value is None else dumps(value).encode("utf-8") for value in values]
 
     def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:
-        loads = _JSON_DECODER.decode
-        return [None if data is None else loads(data.decode("utf-8")) for data in items]
+        # The decoder's scanner parses one value; text it does not consume entirely (white
+        # space around the value, or anything invalid) goes through the full decoder.
+        scan, decode = _JSON_DECODER.scan_once, _JSON_DECODER.decode
+        out = []
+        for data in items:
+            if data is None:
+                out.append(None)
+                continue
+            text = data.decode("utf-8")
+            try:
+                value, end = scan(text, 0)
+            except StopIteration:
+                end = -1
+            out.append(value if end == len(text) else decode(text))
+        return out
 
 
 class TimeWindowedSerde(Serde[Windowed]):

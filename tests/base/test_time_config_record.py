@@ -57,3 +57,17 @@ def test_config_defaults_and_validation() -> None:
     with pytest.raises(ConfigError, match="unknown setting"):
         config.with_overrides(colour="blue")
     assert config.with_overrides(default_key_serde=Serdes.string()).application_id == "clicks"
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [("state_dir", 42), ("state_dir", ""), ("log", None), ("auto_offset_reset", "oldest")],
+)
+def test_config_values_are_type_checked(setting, value) -> None:
+    with pytest.raises(ConfigError, match=setting):
+        StreamsConfig(**{setting: value})
+
+
+def test_paths_are_accepted_for_directories(tmp_path) -> None:
+    config = StreamsConfig(state_dir=tmp_path / "s", log=tmp_path / "log")
+    assert config.state_dir == str(tmp_path / "s") and config.log == str(tmp_path / "log")

@@ -20,12 +20,12 @@ def test_slow_batches_halve_the_cap_down_to_the_configured_size() -> None:
     for _ in range(3):
         control.observe(100, full=True)
     assert control.cap == 8_000
-    assert [control.observe(1_500, full=True) for _ in range(4)] == [4_000, 2_000, 1_000, 1_000]
+    assert [control.observe(2_500, full=True) for _ in range(4)] == [4_000, 2_000, 1_000, 1_000]
 
 
-def test_between_half_and_one_interval_the_cap_holds() -> None:
+def test_between_one_and_two_intervals_the_cap_holds() -> None:
     control = BatchSizeController(initial=1_000, limit=8_000, commit_interval_ms=1_000)
-    assert control.observe(700, full=True) == 1_000
+    assert control.observe(1_500, full=True) == 1_000
 
 
 def test_disabled_controller_never_moves() -> None:

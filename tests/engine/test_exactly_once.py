@@ -100,7 +100,7 @@ def test_a_driver_that_dies_before_commit_resumes_exactly(
     def die(*args, **kwargs):
         raise DriverDied
 
-    target = "mark_sealed" if crash_point == "after_prepare" else "write_commit"
+    target = "create_seal" if crash_point == "after_prepare" else "create_commit"
     monkeypatch.setattr(AppDirectory, target, die)
     with pytest.raises(DriverDied):
         app.run_batch()

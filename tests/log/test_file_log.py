@@ -88,6 +88,7 @@ def test_on_disk_layout(log: FileLog) -> None:
     assert meta["partitions"] == 2 and meta["name"] == "t"
     assert sorted(p.name for p in (root / "t" / "1").iterdir()) == [
         "checkpoints",
+        "head.json",
         "manifest",
         "segments",
     ]

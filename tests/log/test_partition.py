@@ -187,7 +187,8 @@ def test_truncated_segments_are_removed_by_any_later_reader(log: FileLog, topic:
     from streamtide.log.manifest import truncate_entry
 
     rel = f"{topic}/0/manifest/{entry_name(part.state.next_entry)}"
-    assert part.storage.create_exclusive(rel, truncate_entry(*plan))  # the "died here" point
+    entry = truncate_entry(*plan, prev=part.state.last_hash)
+    assert part.storage.create_exclusive(rel, entry)  # the "died here" point
     assert len(list((Path(log.root) / topic / "0" / "segments").iterdir())) == 2
     other = FileLog(log.root)
     assert other.begin_offset(topic, 0) == 3

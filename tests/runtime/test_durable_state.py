@@ -268,7 +268,7 @@ def test_snapshots_bound_the_restore(tmp_path: Path) -> None:
     expected = _write_batches(log, tmp_path / "state", batches, snapshot_interval=4)
     snapshots = sorted((tmp_path / "log" / "_snapshots" / APP / "0_0" / "kv").iterdir())
     assert [p.name for p in snapshots] == [f"{4:020d}.tar", f"{8:020d}.tar"]
-    assert log.begin_offset(CHANGELOG, 0) == 8
+    assert log.begin_offset(CHANGELOG, 0) == 4  # truncated below the older kept snapshot only
     run = open_task(log, _topology(), tmp_path / "fresh")
     assert _contents(run) == expected
     assert run.metrics["records-restored"] == 2  # only the changelog after the snapshot
@@ -290,6 +290,36 @@ def test_an_unreadable_snapshot_falls_back_to_an_older_one(
     assert "from the snapshot at offset 4" in caplog.text
     assert _contents(run) == expected
     assert run.metrics["records-restored"] == 6
+    run.close()
+
+
+def test_a_damaged_newest_snapshot_is_survivable_after_changelog_truncation(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = file_log(tmp_path / "log")
+    batches = [{f"k{i % 4}": i} for i in range(10)]
+    expected = _write_batches(log, tmp_path / "state", batches, snapshot_interval=4)
+    assert log.begin_offset(CHANGELOG, 0) > 0  # the changelog was truncated
+    newest = tmp_path / "log" / "_snapshots" / APP / "0_0" / "kv" / f"{8:020d}.tar"
+    newest.write_bytes(newest.read_bytes()[:100])
+    with caplog.at_level(logging.INFO):
+        run = open_task(log, _topology(), tmp_path / "fresh")
+    assert "cannot load the snapshot of store 'kv' at offset 8" in caplog.text
+    assert _contents(run) == expected
+    run.close()
+
+
+def test_a_store_with_damaged_rocksdb_files_is_wiped_and_rebuilt(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    log = file_log(tmp_path / "log")
+    expected = _write_batches(log, tmp_path / "state", BATCHES)
+    (tmp_path / "state" / APP / "0_0" / "kv" / "CURRENT").write_text("garbage\n")
+    with caplog.at_level(logging.WARNING):
+        run = open_task(log, _topology(), tmp_path / "state")
+    assert "local RocksDB files" in caplog.text and "are damaged" in caplog.text
+    assert "rebuilding store 'kv' from the beginning of changelog" in caplog.text
+    assert _contents(run) == expected
     run.close()
 
 

@@ -173,7 +173,9 @@ def test_snapshots_were_really_used() -> None:
                 apply_op(run, op)
             run.commit()
         run.close()
-        assert log.begin_offset("app-s-changelog", 0) == 18
+        assert (
+            log.begin_offset("app-s-changelog", 0) == 12
+        )  # below the older of the two kept snapshots (12, 18)
         again = open_task(log, topology, Path(tmp) / "b", snapshot_interval=2)
         assert again.metrics.get("records-restored", 0) == 0
         assert dict(again.store("s").all()) == {"a": 5, "b": 5, "c": 5}

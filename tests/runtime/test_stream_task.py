@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from streamtide import Processor, Record, Serdes, StreamsProcessingError, Topology
+from streamtide.errors import InvalidTimestampError
 from streamtide.log.api import LogRecord
 from streamtide.runtime.committed import TaskCommittedState
 from streamtide.runtime.stream_task import StreamTask
@@ -196,9 +197,18 @@ def test_log_and_continue_sends_bad_records_to_the_dead_letter_topic() -> None:
     assert task.committed_state().offsets == {"a:0": 2}
 
 
-def test_negative_timestamps_are_dropped_and_counted() -> None:
+def test_negative_timestamps_fail_naming_the_record() -> None:
+    task = spy_task(["a"], [])
+    task.add_records("a", [rec(5, 0), rec(-5, 1)])
+    with pytest.raises(InvalidTimestampError) as info:
+        task.process()
+    assert (info.value.topic, info.value.partition, info.value.offset) == ("a", 3, 1)
+    assert "negative timestamp -5" in str(info.value)
+
+
+def test_negative_timestamps_are_dropped_and_counted_with_log_and_skip() -> None:
     seen: list = []
-    task = spy_task(["a"], seen)
+    task = spy_task(["a"], seen, invalid_timestamp_handler="log_and_skip")
     task.add_records("a", [rec(-5, 0), rec(5, 1)])
     task.process()
     assert len(seen) == 1 and task.metrics.get("dropped-records") == 1

@@ -40,8 +40,20 @@ def test_a_second_open_in_this_process_fails_clearly(tmp_path: Path) -> None:
     RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db").close()  # lock released
 
 
+def test_a_database_with_damaged_files_is_wiped_and_opens_empty(tmp_path: Path) -> None:
+    store = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+    store.put_all([(b"a", b"1")])
+    store.close()
+    (tmp_path / "db" / "CURRENT").write_text("garbage\n")
+    again = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+    assert again.created_fresh and "are damaged" in (again.wiped_reason or "")
+    assert list(again.all()) == []
+    again.close()
+
+
 def test_another_process_cannot_open_an_open_database(tmp_path: Path) -> None:
     store = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+    store.put_all([(b"kept", b"1")])
     code = (
         "import sys; from streamtide.state import RocksDBKeyValueBytesStore as R\n"
         "from streamtide.errors import StoreError\n"
@@ -50,6 +62,7 @@ def test_another_process_cannot_open_an_open_database(tmp_path: Path) -> None:
     try:
         result = subprocess.run([sys.executable, "-c", code, str(tmp_path / "db")], timeout=60)
         assert result.returncode == 3
+        assert list(store.all()) == [(b"kept", b"1")]  # held, so never taken for damaged
     finally:
         store.close()
 

@@ -13,7 +13,8 @@ from streamtide.assignment import Assignment, AssignmentInfo, SubscriptionInfo, 
 from streamtide.config import StreamsConfig
 from streamtide.engine.app_dir import AppDirectory, app_dir_for
 from streamtide.engine.batch_size import BatchSizeController
-from streamtide.engine.interleave import interleave_segments
+from streamtide.engine.committer import BatchCommitter
+from streamtide.engine.failures import RemoteTraceback, rebuild, signature
 from streamtide.engine.interop import (
     ExecutorInfo,
     build_session,
@@ -32,15 +33,16 @@ from streamtide.engine.placement import (
 )
 from streamtide.engine.plan import Stage, make_plan
 from streamtide.engine.progress import BatchProgress
+from streamtide.engine.protocol import CommitRecord, PrepareRecord, Ranges, resume_batch
 from streamtide.engine.ranges import aligned_ends
 from streamtide.engine.shipping import ship_user_modules
+from streamtide.engine.sources import SourcePosition, input_start
 from streamtide.engine.worker import make_work
 from streamtide.errors import StreamsProcessingError, StreamtideError
 from streamtide.log import open_log
-from streamtide.log.api import SegmentRef
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState, offset_key
-from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, writer_prefix
+from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec
 
 log = logging.getLogger("streamtide.engine")
 
@@ -72,7 +74,9 @@ class StreamsApp:
             state_manager_factory = make_state_manager
         self.state_manager_factory = state_manager_factory
         self.log = open_log(self.config.log)
-        self.app_dir = AppDirectory(app_dir_for(self.config))
+        self.app_dir = AppDirectory(app_dir_for(self.config), self.config.application_id)
+        self.committer = BatchCommitter(self.app_dir, self.log, self.config.application_id)
+        self._topic_ids: dict[str, str] = {}
         self.stages: list[Stage] = []
         self.history: deque[BatchProgress] = deque(maxlen=100)
         self._task_states: dict[str, TaskCommittedState] = {}
@@ -88,6 +92,9 @@ class StreamsApp:
         self._started = False
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._batch_lock = threading.Lock()  # one batch loop per application, ever
+        self._batch_done = threading.Condition()
+        self._completed = 0
         self._error: BaseException | None = None
         self._executors: list[ExecutorInfo] = []
         self._blob: bytes | None = None
@@ -120,19 +127,18 @@ class StreamsApp:
 
         ship_user_modules(self.topology)
         self._blob = cloudpickle.dumps((self.topology, self.config, self.state_manager_factory))
-        last = self.app_dir.last_committed()
+        last = self.committer.start()  # takes an epoch: any older driver is fenced now
+        self._next_batch = resume_batch(last)
         if last is not None:
-            batch, commit = last
-            self._next_batch = batch + 1
-            self._task_states = {
-                t: TaskCommittedState.from_dict(s) for t, s in commit["tasks"].items()
-            }
+            batch = last.batch
+            self._task_states = {t: TaskCommittedState.from_dict(s) for t, s in last.tasks.items()}
+            self._topic_ids = dict(last.topic_ids)
             stored = self.app_dir.read_assignment(batch)
             if stored is not None:
                 subs = {c: SubscriptionInfo.decode(b) for c, b in stored["subscriptions"].items()}
                 self._reports = reports_from(subs)
             else:  # no records (an older application directory): owners only
-                for task, owner in commit.get("owners", {}).items():
+                for task, owner in last.owners.items():
                     self._reports.setdefault(owner, ClientReport()).running.add(task)
             log.info("resuming %s after committed batch %d", self.config.application_id, batch)
         self._started = True
@@ -198,9 +204,14 @@ class StreamsApp:
     def run_until_caught_up(
         self, timeout: float | None = None, max_batches: int = 10_000
     ) -> list[BatchProgress]:
-        """Run batches until no input is waiting (at least one batch); return their progress."""
+        """Run batches until no input is waiting (at least one batch); return their progress.
+
+        On an app started in the background this waits for the background loop instead:
+        one application never runs two batch loops."""
         self._ensure_started()
         deadline = None if timeout is None else time.monotonic() + timeout
+        if self._thread is not None and self._thread.is_alive():
+            return self._await_caught_up(deadline, timeout)
         done = [self.run_batch()]
         while self.input_waiting() and len(done) < max_batches:
             if deadline is not None and time.monotonic() > deadline:
@@ -208,9 +219,45 @@ class StreamsApp:
             done.append(self.run_batch())
         return done
 
+    def _await_caught_up(
+        self, deadline: float | None, timeout: float | None
+    ) -> list[BatchProgress]:
+        """Wait until the background loop has run a batch and no input is waiting."""
+        first = seen = self._completed
+        while True:
+            with self._batch_done:
+                self._batch_done.wait_for(
+                    lambda seen=seen: self._completed > seen or self._error is not None,
+                    timeout=0.5,
+                )
+                now = self._completed
+            if self._error is not None:
+                raise self._error
+            if now > seen:
+                seen = now
+                with self._batch_lock:  # between two batches of the loop
+                    if not self.input_waiting():
+                        return list(self.history)[-min(now - first, len(self.history)) :]
+            elif self._thread is None or not self._thread.is_alive():
+                raise StreamtideError(
+                    f"application {self.config.application_id!r} stopped while waiting for it "
+                    "to catch up"
+                )
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"input still waiting after {timeout} s")
+
     def run_batch(self) -> BatchProgress:
-        """Plan, run and commit one batch."""
+        """Plan, run and commit one batch (after the running one, if the app was started in
+        the background: batches of one application never overlap)."""
         self._ensure_started()
+        with self._batch_lock:
+            progress = self._run_batch()
+        with self._batch_done:
+            self._completed += 1
+            self._batch_done.notify_all()
+        return progress
+
+    def _run_batch(self) -> BatchProgress:
         batch = self._next_batch
         started = time.perf_counter()
         progress = BatchProgress(batch)
@@ -232,16 +279,18 @@ class StreamsApp:
         self._batch_size.observe(progress.duration_ms, self._batch_full)
         self._batch_full = False
         self._write_assignment_records(batch, executors, assignment)
-        self.app_dir.write_commit(
-            batch,
-            {
-                "tasks": {t: s.to_dict() for t, s in self._task_states.items()},
-                "owners": progress.owners,
-                "progress": progress.as_dict(),
-                "assignment": assignment.describe()
+        self.committer.commit(
+            CommitRecord(
+                batch=batch,
+                epoch=self.committer.epoch,
+                tasks={t: s.to_dict() for t, s in self._task_states.items()},
+                owners=progress.owners,
+                progress=progress.as_dict(),
+                assignment=assignment.describe()
                 if hasattr(assignment, "describe")
                 else str(assignment),
-            },
+                topic_ids=dict(self._topic_ids),
+            )
         )
         self._next_batch = batch + 1
         self.history.append(progress)
@@ -305,10 +354,12 @@ class StreamsApp:
             if t in self.topology.internal_topics
         ]
 
-    def _fix_ranges(self, stage: Stage) -> dict[str, dict[str, list[int]]]:
-        """Each task's input ``{topic: [start, end)}``: from its committed offsets, at most
+    def _fix_ranges(self, stage: Stage) -> tuple[Ranges, dict[str, str]]:
+        """Each task's input ``{topic: (start, end)}``: from its committed offsets (checked
+        against the topic's identity and extent, ``engine.sources``), at most
         ``max_records_per_batch`` per partition, cut at one event time (``engine.ranges``)."""
         cap = self._batch_size.cap
+        topic_ids = {t: i for t in stage.source_topics if (i := self.log.topic_id(t)) is not None}
         windows = {}
         for task in stage.task_ids:
             partition = int(task.split("_")[1])
@@ -316,17 +367,27 @@ class StreamsApp:
             for topic in stage.source_topics:
                 if partition >= self.log.partitions(topic):
                     continue
-                committed = state.offsets.get(offset_key(topic, partition)) if state else None
-                start = self.log.begin_offset(topic, partition) if committed is None else committed
+                start = input_start(
+                    SourcePosition(
+                        topic,
+                        partition,
+                        state.offsets.get(offset_key(topic, partition)) if state else None,
+                        self.log.begin_offset(topic, partition),
+                        self.log.end_offset(topic, partition),
+                        self._topic_ids.get(topic),
+                        topic_ids.get(topic),
+                    ),
+                    self.config.auto_offset_reset,
+                )
                 available = self.log.end_offset(topic, partition)
                 end = min(available, start + cap)
                 self._batch_full = self._batch_full or available > end
                 windows[(topic, partition)] = (start, max(start, end))
         ends = aligned_ends(self.log, windows)
-        ranges: dict[str, dict[str, list[int]]] = {task: {} for task in stage.task_ids}
+        ranges: Ranges = {task: {} for task in stage.task_ids}
         for (topic, partition), (start, _) in windows.items():
-            ranges[f"{stage.subtopology}_{partition}"][topic] = [start, ends[(topic, partition)]]
-        return ranges
+            ranges[f"{stage.subtopology}_{partition}"][topic] = (start, ends[(topic, partition)])
+        return ranges, topic_ids
 
     def _run_stage(
         self,
@@ -336,58 +397,33 @@ class StreamsApp:
         assignment: Assignment,
         progress: BatchProgress,
     ) -> None:
-        app = self.config.application_id
-        prefix = writer_prefix(app, batch, stage.subtopology)
-        prepare = self.app_dir.read_prepare(batch, stage.subtopology)
-        if prepare is None:
-            ranges = self.app_dir.read_offsets(batch, stage.subtopology)
-            if ranges is None:
-                ranges = self._fix_ranges(stage)
-                self.app_dir.write_offsets(batch, stage.subtopology, ranges)
-            else:
-                progress.resumed = True
-                self.log.abort_unsealed_by_prefix(prefix)
-            reports = self._execute(batch, stage, executors, assignment, ranges)
-            tasks = {
-                r["task"]: {"segments": r["segments"], "state": r["state"], "client": client}
-                for client, unit in reports
-                for r in unit["tasks"]
-            }
-            merged = interleave_segments(
-                self.log, tasks, self._internal_sinks(stage), f"{prefix}merged/"
-            )
-            prepare = {
-                "tasks": tasks,
-                "merged": merged,
-                "reports": [{"client": c, **u} for c, u in reports],
-            }
-            self.app_dir.write_prepare(batch, stage.subtopology, prepare)
-        else:
-            progress.resumed = True
-        if not self.app_dir.is_sealed(batch, stage.subtopology):
-            for task, entry in prepare["tasks"].items():
-                for data in entry["segments"]:
-                    ref = SegmentRef.from_dict(data)
-                    self.log.seal(ref.topic, ref.partition, ref, seal_id=f"{app}/b{batch}/{task}")
-            for data in prepare.get("merged", []):
-                ref = SegmentRef.from_dict(data)
-                self.log.seal(ref.topic, ref.partition, ref, seal_id=f"{app}/b{batch}/merged")
-            self.app_dir.mark_sealed(batch, stage.subtopology)
-            self.log.abort_unsealed_by_prefix(prefix)
+        result = self.committer.run_stage(
+            batch,
+            stage.subtopology,
+            lambda: self._fix_ranges(stage),
+            lambda ranges: self._execute(batch, stage, executors, assignment, ranges),
+            self._internal_sinks(stage),
+        )
+        progress.resumed = progress.resumed or result.resumed
+        if result.offsets is not None:
+            self._topic_ids.update(result.offsets.topic_ids)
+        self._take_over(stage, result.prepare, progress)
+
+    def _take_over(self, stage: Stage, prepare: PrepareRecord, progress: BatchProgress) -> None:
+        """Adopt a sealed stage's outcome: task states, owners, reports and progress."""
         changelogs = set(stage.changelog_topics.values())
-        for task, entry in prepare["tasks"].items():
-            self._task_states[task] = TaskCommittedState.from_dict(entry["state"])
-            progress.owners[task] = entry["client"]
-        units = prepare.get("reports", [])
-        record_stage_reports(self._reports, stage.task_ids, units)
-        for unit in units:
-            for result in unit["tasks"]:
-                progress.ran_on[result["task"]] = unit.get("ran_on", {}).get("executor", "?")
-                progress.restored_by_task[result["task"]] = result.get("restored_records", 0)
-                progress.input_records += result["input_records"]
-                progress.restored_records += result.get("restored_records", 0)
+        for task, entry in prepare.tasks.items():
+            self._task_states[task] = TaskCommittedState.from_dict(entry.state)
+            progress.owners[task] = entry.client
+        record_stage_reports(self._reports, stage.task_ids, [u.as_dict() for u in prepare.reports])
+        for unit in prepare.reports:
+            for result in unit.tasks:
+                progress.ran_on[result.task] = unit.executor
+                progress.restored_by_task[result.task] = result.restored_records
+                progress.input_records += result.input_records
+                progress.restored_records += result.restored_records
                 progress.output_records += sum(
-                    n for t, n in result["output_records"].items() if t not in changelogs
+                    n for t, n in result.output_records.items() if t not in changelogs
                 )
 
     def _execute(
@@ -396,21 +432,23 @@ class StreamsApp:
         stage: Stage,
         executors: list[ExecutorInfo],
         assignment: Assignment,
-        ranges: dict[str, dict[str, list[int]]],
+        ranges: Ranges,
     ) -> list[tuple[str, dict[str, Any]]]:
         import json
 
         last_error: Exception | None = None
+        cause: BaseException | None = None
+        previous: dict[str, Any] | None = None  # the last failure report
         for attempt in range(MAX_STAGE_ATTEMPTS):
             if attempt:
                 executors = list_executors(self.sc)
                 assignment = self._assign(executors)
                 log.warning(
-                    "batch %d stage %d: retrying (attempt %d): %s",
+                    "batch %d stage %d: retrying (attempt %d) after: %s",
                     batch,
                     stage.subtopology,
                     attempt + 1,
-                    last_error,
+                    str(last_error).splitlines()[0] if str(last_error) else repr(last_error),
                 )
             units = []
             for executor, actives, standbys in slot_units(assignment, executors, stage):
@@ -431,16 +469,21 @@ class StreamsApp:
                 units.append((json.dumps(spec.to_dict()), executor))
             try:
                 outputs = run_pinned(self.sc, units, make_work(self._blob))
-            except Exception as exc:  # a failed Spark job: re-plan with the same ranges
+            except Exception as exc:  # a failed Spark job (a worker died): re-plan, same ranges
                 last_error = _explain(exc)
-                if isinstance(last_error, StreamsProcessingError) and "cannot deserialize" in str(
-                    last_error
-                ):
-                    raise last_error from exc
+                cause = RemoteTraceback("\n".join(str(exc).splitlines()[-25:]))
                 continue
-            return [(executor.id, json.loads(out)) for (_, executor), out in zip(units, outputs)]
+            results = [(ex.id, json.loads(out)) for (_, ex), out in zip(units, outputs)]
+            failures = [r["failure"] for _, r in results if "failure" in r]
+            if not failures:
+                return results
+            failure = failures[0]
+            last_error, cause = rebuild(failure), RemoteTraceback(failure["trace"])
+            if failure["fatal"] or (previous and signature(previous) == signature(failure)):
+                raise last_error from cause  # retrying cannot help: report it once
+            previous = failure
         assert last_error is not None
-        raise last_error
+        raise last_error from cause
 
     # ---- status --------------------------------------------------------------------------
 
@@ -455,22 +498,22 @@ def read_status(config: StreamsConfig) -> dict[str, Any]:
     recent = app_dir.recent_commits(10)
     if not recent:
         return {"application_id": config.application_id, "batches": [], "tasks": {}}
-    batch, commit = recent[-1]
-    progress = commit.get("progress", {})
+    commit = recent[-1]
+    progress = commit.progress
     tasks = {
         task: {
-            "owner": commit.get("owners", {}).get(task),
+            "owner": commit.owners.get(task),
             "lag": progress.get("lag", {}).get(task, 0),
             "stream_time": state.get("stream_time", -1),
         }
-        for task, state in sorted(commit["tasks"].items())
+        for task, state in sorted(commit.tasks.items())
     }
     return {
         "application_id": config.application_id,
-        "last_batch": batch,
+        "last_batch": commit.batch,
         "tasks": tasks,
         "standbys": progress.get("standbys", {}),
-        "batches": [c.get("progress", {}) for _, c in recent],
+        "batches": [c.progress for c in recent],
     }
 
 

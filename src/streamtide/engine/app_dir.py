@@ -1,11 +1,15 @@
-"""The application directory: offset log, prepare and commit records, assignments.
+"""The application directory: epochs, offset, prepare, seal and commit records, assignments.
 
-One directory per application, next to the log. Every record is a JSON (or binary) file
-created atomically (temporary file + rename), so a crash never leaves half a record; the
-highest batch with a commit record is the application's committed position.
+One directory per application, next to the log. Protocol records (``engine.protocol``) are
+created exclusively and never replaced: of two drivers writing the same record the first one
+holds, and the other adopts what it finds. Before every write the driver checks that its
+epoch is still the newest, so a driver another instance took over from stops at its next
+write with ``FencedError``. The highest batch with a commit record is the application's
+committed position. Every file that cannot be read is reported with its path.
 
 Layout::
 
+    <root>/epochs/<epoch>.json                    a driver's claim, created exclusively
     <root>/batches/<batch>/offsets-<stage>.json   input ranges fixed before the stage ran
     <root>/batches/<batch>/prepare-<stage>.json   the attempt to seal per task + new task state
     <root>/batches/<batch>/sealed-<stage>.json    the stage's segments are all sealed
@@ -18,59 +22,130 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
+import socket
+import time
+import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from streamtide.files import write_atomically
+from streamtide.engine import protocol
+from streamtide.engine.protocol import (
+    CommitRecord,
+    EpochRecord,
+    OffsetsRecord,
+    PrepareRecord,
+    SealRecord,
+)
+from streamtide.errors import CorruptRecordError, FencedError, StreamtideError
+from streamtide.files import create_exclusively, write_atomically
+
+R = TypeVar("R", OffsetsRecord, PrepareRecord, SealRecord, CommitRecord)
 
 
 class AppDirectory:
-    """Durable driver-side records of one application."""
+    """Durable driver-side records of one application.
 
-    def __init__(self, root: str | Path) -> None:
+    Reading needs nothing; writing needs an epoch (``take_epoch``), which every write checks.
+    """
+
+    def __init__(self, root: str | Path, application_id: str | None = None) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.application_id = application_id or self.root.name
+        self.epoch: int | None = None
 
     def _batch_dir(self, batch: int) -> Path:
         return self.root / "batches" / f"{batch:012d}"
 
-    def _write_json(self, path: Path, data: Any) -> None:
-        write_atomically(path, json.dumps(data, sort_keys=True).encode())
+    # ---- epochs and fencing --------------------------------------------------------------
+
+    def epochs(self) -> list[int]:
+        folder = self.root / "epochs"
+        if not folder.exists():
+            return []
+        return sorted(
+            int(p.stem) for p in folder.iterdir() if p.suffix == ".json" and p.stem.isdigit()
+        )
+
+    def take_epoch(self) -> int:
+        """Claim the next epoch (exclusively); every older driver is fenced from now on."""
+        driver = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        while True:
+            epoch = protocol.next_epoch(self.epochs())
+            record = EpochRecord(epoch, driver, time.time_ns() // 1_000_000)
+            path = self.root / "epochs" / f"{epoch:012d}.json"
+            if create_exclusively(path, protocol.encode(record)):
+                self.epoch = epoch
+                return epoch
+
+    def check_fence(self) -> None:
+        """Raise ``FencedError`` unless this driver's epoch is the newest."""
+        if self.epoch is None:
+            raise StreamtideError("the application directory is read-only: no epoch taken")
+        newer = protocol.fenced_by(self.epoch, self.epochs())
+        if newer is not None:
+            raise FencedError(
+                f"another instance of application {self.application_id!r} took over (epoch "
+                f"{newer}; this driver holds epoch {self.epoch}): this one stops without "
+                "writing anything more"
+            )
+
+    # ---- records -------------------------------------------------------------------------
+
+    def _create(self, path: Path, record: R, **context: int) -> R:
+        """Create a protocol record, or adopt the one another driver created first."""
+        self.check_fence()
+        if create_exclusively(path, protocol.encode(record)):
+            return record
+        self.check_fence()  # lost to a newer driver: stop; to an older one: adopt its record
+        found = self._read(path, _KINDS[type(record)], **context)
+        assert found is not None
+        return found
 
     @staticmethod
-    def _read_json(path: Path) -> Any | None:
-        if not path.exists():
+    def _read(path: Path, kind: str, **context: int) -> Any | None:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
             return None
-        return json.loads(path.read_text())
+        except OSError as exc:
+            raise CorruptRecordError(f"cannot read {kind} record {path}: {exc}") from exc
+        return protocol.decode(data, kind, str(path), **context)
 
-    # ---- per-stage records ---------------------------------------------------------------
+    def create_offsets(self, record: OffsetsRecord) -> OffsetsRecord:
+        path = self._batch_dir(record.batch) / f"offsets-{record.stage}.json"
+        return self._create(path, record, batch=record.batch, stage=record.stage)
 
-    def write_offsets(self, batch: int, stage: int, ranges: dict[str, Any]) -> None:
-        self._write_json(self._batch_dir(batch) / f"offsets-{stage}.json", ranges)
+    def read_offsets(self, batch: int, stage: int) -> OffsetsRecord | None:
+        path = self._batch_dir(batch) / f"offsets-{stage}.json"
+        return self._read(path, "offsets", batch=batch, stage=stage)
 
-    def read_offsets(self, batch: int, stage: int) -> dict[str, Any] | None:
-        return self._read_json(self._batch_dir(batch) / f"offsets-{stage}.json")
+    def create_prepare(self, record: PrepareRecord) -> PrepareRecord:
+        path = self._batch_dir(record.batch) / f"prepare-{record.stage}.json"
+        return self._create(path, record, batch=record.batch, stage=record.stage)
 
-    def write_prepare(self, batch: int, stage: int, prepare: dict[str, Any]) -> None:
-        self._write_json(self._batch_dir(batch) / f"prepare-{stage}.json", prepare)
+    def read_prepare(self, batch: int, stage: int) -> PrepareRecord | None:
+        path = self._batch_dir(batch) / f"prepare-{stage}.json"
+        return self._read(path, "prepare", batch=batch, stage=stage)
 
-    def read_prepare(self, batch: int, stage: int) -> dict[str, Any] | None:
-        return self._read_json(self._batch_dir(batch) / f"prepare-{stage}.json")
+    def create_seal(self, record: SealRecord) -> SealRecord:
+        path = self._batch_dir(record.batch) / f"sealed-{record.stage}.json"
+        return self._create(path, record, batch=record.batch, stage=record.stage)
 
-    def mark_sealed(self, batch: int, stage: int) -> None:
-        self._write_json(self._batch_dir(batch) / f"sealed-{stage}.json", {"stage": stage})
+    def read_seal(self, batch: int, stage: int) -> SealRecord | None:
+        path = self._batch_dir(batch) / f"sealed-{stage}.json"
+        return self._read(path, "seal", batch=batch, stage=stage)
 
-    def is_sealed(self, batch: int, stage: int) -> bool:
-        return (self._batch_dir(batch) / f"sealed-{stage}.json").exists()
+    def create_commit(self, record: CommitRecord) -> CommitRecord:
+        path = self._batch_dir(record.batch) / "commit.json"
+        return self._create(path, record, batch=record.batch)
 
-    # ---- batch records -------------------------------------------------------------------
+    def read_commit(self, batch: int) -> CommitRecord | None:
+        return self._read(self._batch_dir(batch) / "commit.json", "commit", batch=batch)
 
-    def write_commit(self, batch: int, commit: dict[str, Any]) -> None:
-        self._write_json(self._batch_dir(batch) / "commit.json", commit)
-
-    def read_commit(self, batch: int) -> dict[str, Any] | None:
-        return self._read_json(self._batch_dir(batch) / "commit.json")
+    # ---- batches -------------------------------------------------------------------------
 
     def batches(self) -> list[int]:
         folder = self.root / "batches"
@@ -78,27 +153,28 @@ class AppDirectory:
             return []
         return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
 
-    def last_committed(self) -> tuple[int, dict[str, Any]] | None:
-        """The newest committed batch and its commit record, or None."""
+    def last_committed(self) -> CommitRecord | None:
+        """The newest commit record, or None."""
         for batch in reversed(self.batches()):
             commit = self.read_commit(batch)
             if commit is not None:
-                return batch, commit
+                return commit
         return None
 
-    def recent_commits(self, count: int) -> list[tuple[int, dict[str, Any]]]:
+    def recent_commits(self, count: int) -> list[CommitRecord]:
         found = []
         for batch in reversed(self.batches()):
             commit = self.read_commit(batch)
             if commit is not None:
-                found.append((batch, commit))
+                found.append(commit)
                 if len(found) == count:
                     break
         return list(reversed(found))
 
     def prune(self, keep: int = 100) -> None:
         """Delete the records of old committed batches, keeping the newest ``keep``."""
-        committed = [b for b in self.batches() if self.read_commit(b) is not None]
+        self.check_fence()
+        committed = [b for b in self.batches() if (self._batch_dir(b) / "commit.json").exists()]
         for batch in committed[:-keep]:
             shutil.rmtree(self._batch_dir(batch), ignore_errors=True)
             (self.root / "assignments" / f"{batch:012d}.json").unlink(missing_ok=True)
@@ -109,24 +185,34 @@ class AppDirectory:
         self, batch: int, subscriptions: dict[str, bytes], assignments: dict[str, bytes]
     ) -> None:
         """Encoded SubscriptionInfo and AssignmentInfo records per client (base64 in JSON)."""
-        self._write_json(
-            self.root / "assignments" / f"{batch:012d}.json",
-            {
-                "subscriptions": {
-                    c: base64.b64encode(b).decode() for c, b in subscriptions.items()
-                },
-                "assignments": {c: base64.b64encode(b).decode() for c, b in assignments.items()},
-            },
-        )
+        self.check_fence()
+        data = {
+            "subscriptions": {c: base64.b64encode(b).decode() for c, b in subscriptions.items()},
+            "assignments": {c: base64.b64encode(b).decode() for c, b in assignments.items()},
+        }
+        path = self.root / "assignments" / f"{batch:012d}.json"
+        write_atomically(path, json.dumps(data, sort_keys=True).encode())
 
     def read_assignment(self, batch: int) -> dict[str, dict[str, bytes]] | None:
-        data = self._read_json(self.root / "assignments" / f"{batch:012d}.json")
-        if data is None:
+        path = self.root / "assignments" / f"{batch:012d}.json"
+        try:
+            data = json.loads(path.read_bytes())
+            return {
+                part: {c: base64.b64decode(text) for c, text in data[part].items()}
+                for part in ("subscriptions", "assignments")
+            }
+        except FileNotFoundError:
             return None
-        return {
-            part: {c: base64.b64decode(text) for c, text in data[part].items()}
-            for part in ("subscriptions", "assignments")
-        }
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CorruptRecordError(f"assignment record {path} is unreadable: {exc}") from exc
+
+
+_KINDS = {
+    OffsetsRecord: "offsets",
+    PrepareRecord: "prepare",
+    SealRecord: "seal",
+    CommitRecord: "commit",
+}
 
 
 def app_dir_for(config: Any) -> Path:

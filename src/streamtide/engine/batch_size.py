@@ -2,9 +2,9 @@
 
 A batch costs a fixed overhead (jobs, store opens, commit) plus time per record, so while a
 backlog is worked off, bigger batches go faster; once caught up, batches are small anyway
-(they take what arrived). The controller doubles the cap after a full batch that finished in
-under half of ``commit_interval`` and halves it after a batch that took longer than
-``commit_interval``, between the configured ``max_records_per_batch`` (the floor, and where it
+(they take what arrived). The controller doubles the cap after a full batch that finished
+within ``commit_interval`` and halves it after a batch that took more than twice as long,
+between the configured ``max_records_per_batch`` (the floor, and where it
 starts) and ``adaptive_batch_size_limit``.
 """
 
@@ -31,8 +31,8 @@ class BatchSizeController:
         input than the cap); returns the new cap."""
         if not self.enabled:
             return self.cap
-        if full and duration_ms < self.commit_interval_ms / 2:
+        if full and duration_ms < self.commit_interval_ms:
             self.cap = min(self.cap * 2, self.limit)
-        elif duration_ms > self.commit_interval_ms:
+        elif duration_ms > 2 * self.commit_interval_ms:
             self.cap = max(self.cap // 2, self.initial)
         return self.cap

@@ -8,6 +8,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from streamtide.engine.failures import failure_report
 from streamtide.log import open_log
 from streamtide.runtime.work_unit import WorkUnitSpec, run_work_unit
 
@@ -36,11 +37,14 @@ def observed_executor() -> str:
 
 
 def run_payloads(blob: bytes, payloads: Iterable[str]) -> Iterator[str]:
-    """Run each JSON work-unit payload and yield its JSON report."""
+    """Run each JSON work-unit payload and yield its JSON report (or failure report)."""
     topology, config, factory, log_ = _load(blob)
     for payload in payloads:
         spec = WorkUnitSpec.from_dict(json.loads(payload))
-        report = run_work_unit(topology, config, log_, spec, factory)
+        try:
+            report = run_work_unit(topology, config, log_, spec, factory)
+        except Exception as exc:  # reported, not raised: the driver decides about retries
+            report = {"failure": failure_report(exc, config.fatal_exceptions)}
         report["ran_on"] = {"executor": observed_executor(), "pid": os.getpid()}
         yield json.dumps(report)
 

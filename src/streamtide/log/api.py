@@ -127,6 +127,12 @@ class Log(ABC):
         """The topic's partition count."""
         return self.describe_topic(name).partitions
 
+    def topic_id(self, name: str) -> str | None:
+        """An id the topic got when it was created (a re-created topic gets a new one), or
+        None where the log has no topic ids. UnknownTopicError if it does not exist."""
+        self.describe_topic(name)
+        return None
+
     # -- offsets -----------------------------------------------------------------------------
 
     @abstractmethod

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from streamtide.errors import LogError, UnknownTopicError
+from streamtide.errors import CorruptLogError, LogError, SegmentError, UnknownTopicError
 
 __all__ = [
+    "CorruptLogError",
     "LogClosedError",
     "LogError",
     "LogUnavailableError",
@@ -28,10 +29,6 @@ class UnknownPartitionError(LogError):
 
 class OffsetOutOfRangeError(LogError):
     """A read or truncation asked for offsets outside ``[begin_offset, end_offset]``."""
-
-
-class SegmentError(LogError):
-    """A segment is missing, corrupt, or was used in a way its state forbids."""
 
 
 class SealConflictError(SegmentError):

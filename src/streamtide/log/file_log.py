@@ -4,8 +4,10 @@ On-disk layout under the root::
 
     <topic>/topic.json                        name and partition count (created exclusively)
     <topic>/<p>/segments/<writer>+<id>.arrow  segment files, sealed or not
-    <topic>/<p>/manifest/<N>.json             entry N: seals a segment or truncates
+    <topic>/<p>/manifest/<N>.json             entry N: seals a segment (with its crc32) or
+                                              truncates; names entry N-1's hash
     <topic>/<p>/checkpoints/<N>.json          state after entries 0..N-1 (speeds up opening)
+    <topic>/<p>/head.json                     the newest entry written (detects lost entries)
 
 ``partition.Partition`` owns one partition directory; this module adds topics, argument
 checks, locking and the ``Log`` interface.
@@ -30,6 +32,7 @@ import pyarrow as pa
 
 from streamtide.log.api import Log, LogRecord, Records, SegmentRef, TopicDescription
 from streamtide.log.errors import (
+    CorruptLogError,
     LogClosedError,
     LogError,
     OffsetOutOfRangeError,
@@ -173,6 +176,12 @@ class FileLog(Log):
     def partitions(self, name: str) -> int:
         return self.describe_topic(name).partitions
 
+    def topic_id(self, name: str) -> str | None:
+        self._check_open()
+        with self._lock:
+            self._read_partition_count(name)  # always reads the disk: re-creation shows
+            return self._topic_ids.get(name)
+
     # -- offsets -----------------------------------------------------------------------------
 
     def end_offset(self, topic: str, partition: int) -> int:
@@ -241,7 +250,10 @@ class FileLog(Log):
                         "truncated while being read"
                     ) from None
                 self._read_partition_count(topic)  # UnknownTopicError if deleted meanwhile
-            raise SegmentError(f"sealed segment {seg.name} of {part.where} is missing") from None
+            raise CorruptLogError(
+                f"sealed segment file {self._storage.path(part.where)}/segments/{seg.name} of "
+                f"topic partition {part.where} is missing"
+            ) from None
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -371,7 +383,8 @@ class FileLog(Log):
             self._forget(topic)
             raise self._unknown(topic) from None
         except (ValueError, KeyError, TypeError, AttributeError) as e:
-            raise LogError(f"metadata of topic {topic!r} is corrupt: {e}") from None
+            where = self._storage.path(f"{topic}/{_TOPIC_FILE}")
+            raise CorruptLogError(f"metadata of topic {topic!r} ({where}) is corrupt: {e}") from e
         if topic in self._topic_ids and self._topic_ids[topic] != topic_id:
             self._forget(topic)  # deleted and re-created by another process: drop stale state
         self._partition_counts[topic] = count

@@ -8,6 +8,12 @@ writers agree on. Two kinds exist:
   earlier entries) and the record count;
 - ``truncate``: a new begin offset and the segments it drops.
 
+Since format version 2 every entry names the hash of the entry before it (``prev``; empty for
+entry 0), so a replaced or reordered entry breaks the chain, and a seal entry records the
+crc32 of its segment file, which readers verify. Both raise ``CorruptLogError`` naming the
+file; version-1 entries (no chain, no checksum) are still read, but once an entry is chained
+every later one must be.
+
 ``PartitionState`` is the in-memory result of applying entries in order. A checkpoint
 (``checkpoints/<N>.json``) stores the state after the first N entries so that opening a
 partition with a long history reads one checkpoint plus the entries after it.
@@ -16,20 +22,25 @@ partition with a long history reads one checkpoint plus the entries after it.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from streamtide.errors import UnsupportedVersionError
-from streamtide.log.errors import LogError
+from streamtide.errors import CorruptLogError, UnsupportedVersionError
 
-ENTRY_VERSION = 1
+ENTRY_VERSION = 2
 _CHECKPOINT_RE = re.compile(r"^(\d{20})\.json$")
 
 
 def entry_name(number: int) -> str:
     return f"{number:020d}.json"
+
+
+def entry_hash(data: bytes) -> str:
+    """The hash a manifest entry is chained by (the next entry names it)."""
+    return hashlib.sha256(data).hexdigest()[:32]
 
 
 def checkpoint_number(name: str) -> int | None:
@@ -46,31 +57,44 @@ class SealedSegment:
     base_offset: int
     record_count: int
     seal_id: str
+    crc32: int | None = None  # of the whole file; None for segments sealed before checksums
 
     @property
     def end_offset(self) -> int:
         return self.base_offset + self.record_count
 
 
-def seal_entry(segment: SealedSegment, writer_id: str, sealed_ms: int) -> bytes:
-    return _dump(
-        {
-            "v": ENTRY_VERSION,
-            "kind": "seal",
-            "seal_id": segment.seal_id,
-            "segment": segment.name,
-            "base_offset": segment.base_offset,
-            "record_count": segment.record_count,
-            "writer_id": writer_id,
-            "sealed_ms": sealed_ms,
-        }
-    )
+def seal_entry(
+    segment: SealedSegment, writer_id: str, sealed_ms: int, prev: str | None = None
+) -> bytes:
+    """A seal entry; ``prev`` is the previous entry's hash (None: unchained)."""
+    entry = {
+        "v": ENTRY_VERSION,
+        "kind": "seal",
+        "seal_id": segment.seal_id,
+        "segment": segment.name,
+        "base_offset": segment.base_offset,
+        "record_count": segment.record_count,
+        "writer_id": writer_id,
+        "sealed_ms": sealed_ms,
+    }
+    if segment.crc32 is not None:
+        entry["crc32"] = segment.crc32
+    if prev is not None:
+        entry["prev"] = prev
+    return _dump(entry)
 
 
-def truncate_entry(begin_offset: int, dropped: list[str]) -> bytes:
-    return _dump(
-        {"v": ENTRY_VERSION, "kind": "truncate", "begin_offset": begin_offset, "dropped": dropped}
-    )
+def truncate_entry(begin_offset: int, dropped: list[str], prev: str | None = None) -> bytes:
+    entry: dict[str, Any] = {
+        "v": ENTRY_VERSION,
+        "kind": "truncate",
+        "begin_offset": begin_offset,
+        "dropped": dropped,
+    }
+    if prev is not None:
+        entry["prev"] = prev
+    return _dump(entry)
 
 
 @dataclass
@@ -85,19 +109,26 @@ class PartitionState:
     by_seal_id: dict[str, SealedSegment] = field(default_factory=dict)
     by_name: dict[str, SealedSegment] = field(default_factory=dict)
     checkpointed_at: int = 0
+    #: hash of the last entry applied ("" before entry 0; None if unknown: old checkpoint)
+    last_hash: str | None = ""
+    #: whether an entry applied so far was chained (then every later one must be)
+    chained: bool = False
 
     def apply(self, data: bytes, where: str) -> list[str]:
         """Apply the next entry (raw bytes); returns segment names it dropped."""
         entry = _load(data, where)
         kind = entry.get("kind")
+        self._check_chain(entry.get("prev"), where)
         try:
             if kind == "seal":
+                crc = entry.get("crc32")
                 self._add(
                     SealedSegment(
                         name=str(entry["segment"]),
                         base_offset=int(entry["base_offset"]),
                         record_count=int(entry["record_count"]),
                         seal_id=str(entry["seal_id"]),
+                        crc32=None if crc is None else int(crc),
                     ),
                     where,
                 )
@@ -105,15 +136,32 @@ class PartitionState:
             elif kind == "truncate":
                 dropped = self._truncate(int(entry["begin_offset"]))
             else:
-                raise LogError(f"manifest entry {where} has unknown kind {kind!r}")
+                raise CorruptLogError(f"manifest entry {where} has unknown kind {kind!r}")
         except KeyError as e:
-            raise LogError(f"manifest entry {where} lacks field {e}") from None
+            raise CorruptLogError(f"manifest entry {where} lacks field {e}") from None
+        except (TypeError, ValueError) as e:
+            raise CorruptLogError(f"manifest entry {where} has a bad field: {e}") from None
         self.next_entry += 1
+        self.last_hash = entry_hash(data)
         return dropped
+
+    def _check_chain(self, prev: object, where: str) -> None:
+        if prev is None:
+            if self.chained:
+                raise CorruptLogError(
+                    f"corrupt manifest: entry {where} is not chained to the entry before it"
+                )
+            return
+        if self.last_hash is not None and prev != self.last_hash:
+            raise CorruptLogError(
+                f"corrupt manifest: entry {where} does not follow the entry before it (an "
+                "entry was replaced, reordered or lost)"
+            )
+        self.chained = True
 
     def _add(self, seg: SealedSegment, where: str) -> None:
         if seg.base_offset != self.end_offset or seg.record_count < 0:
-            raise LogError(
+            raise CorruptLogError(
                 f"corrupt manifest: entry {where} seals {seg.record_count} records at offset "
                 f"{seg.base_offset}, but the partition ends at {self.end_offset}"
             )
@@ -167,8 +215,11 @@ class PartitionState:
                 "next_entry": self.next_entry,
                 "begin_offset": self.begin_offset,
                 "end_offset": self.end_offset,
+                "last_hash": self.last_hash,
+                "chained": self.chained,
                 "segments": [
-                    [s.name, s.base_offset, s.record_count, s.seal_id] for s in self.segments
+                    [s.name, s.base_offset, s.record_count, s.seal_id, s.crc32]
+                    for s in self.segments
                 ],
             }
         )
@@ -182,12 +233,16 @@ class PartitionState:
                 begin_offset=int(raw["begin_offset"]),
                 end_offset=int(raw["begin_offset"]),
             )
-            for name, base, count, seal_id in raw["segments"]:
-                state._add(SealedSegment(str(name), int(base), int(count), str(seal_id)), where)
+            for name, base, count, seal_id, *crc in raw["segments"]:
+                checksum = crc[0] if crc and crc[0] is not None else None
+                seg = SealedSegment(str(name), int(base), int(count), str(seal_id), checksum)
+                state._add(seg, where)
+            state.last_hash = raw.get("last_hash")  # None in version 1: unknown
+            state.chained = bool(raw.get("chained", False))
             if state.end_offset != int(raw["end_offset"]):
                 raise ValueError(f"segments end at {state.end_offset}, not {raw['end_offset']}")
         except (KeyError, TypeError, ValueError) as e:
-            raise LogError(f"corrupt manifest checkpoint {where}: {e}") from None
+            raise CorruptLogError(f"corrupt manifest checkpoint {where}: {e}") from None
         state.checkpointed_at = state.next_entry
         return state
 
@@ -204,9 +259,9 @@ def _load(data: bytes, where: str) -> dict[str, Any]:
     try:
         obj = json.loads(data)
     except ValueError as e:
-        raise LogError(f"corrupt manifest file {where}: {e}") from None
+        raise CorruptLogError(f"corrupt manifest file {where}: {e}") from None
     if not isinstance(obj, dict):
-        raise LogError(f"corrupt manifest file {where}: not a JSON object")
+        raise CorruptLogError(f"corrupt manifest file {where}: not a JSON object")
     version = obj.get("v")
     if not isinstance(version, int) or version > ENTRY_VERSION:
         raise UnsupportedVersionError(

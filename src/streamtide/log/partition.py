@@ -7,15 +7,24 @@ into one partition: the entry number decides the order and hence the base offset
 
 The manifest state is cached and refreshed by probing for the next entry file, so when nothing
 changed a refresh costs one failed file open. Not thread-safe: ``FileLog`` serialises calls.
+
+Integrity: seal entries carry the segment file's crc32, verified the first time this process
+reads the segment; entries are hash-chained (``manifest``); and ``head.json`` names the newest
+entry a writer created, so opening a partition detects a lost tail or a gap in the entries.
+Each check raises ``CorruptLogError`` naming the topic, partition and file: damaged data is
+never read as records.
 """
 
 from __future__ import annotations
 
+import json
 import time
+import zlib
 
 import pyarrow as pa
 
 from streamtide.log.errors import (
+    CorruptLogError,
     LogError,
     OffsetOutOfRangeError,
     SealConflictError,
@@ -25,6 +34,7 @@ from streamtide.log.manifest import (
     PartitionState,
     SealedSegment,
     checkpoint_number,
+    entry_hash,
     entry_name,
     seal_entry,
     truncate_entry,
@@ -54,7 +64,10 @@ class Partition:
         self._manifest = f"{topic}/{number}/manifest"
         self._checkpoints = f"{topic}/{number}/checkpoints"
         self._checkpoint_every = checkpoint_every
+        self._head = f"{topic}/{number}/head.json"
+        self._verified: set[str] = set()
         self.state = self._load()
+        self._check_complete()
 
     # -- manifest ----------------------------------------------------------------------------
 
@@ -75,6 +88,7 @@ class Partition:
         """Create the seal entry for a written segment (retrying after lost races); returns its
         base offset, or the first one if ``seal_id`` was sealed before."""
         st = self.refresh()
+        crc = self._checksum(name)
         while True:
             existing = st.by_seal_id.get(seal_id)
             if existing is not None:
@@ -85,8 +99,8 @@ class Partition:
                     f"segment {name} of {self.where} is already sealed as {other.seal_id!r}; "
                     f"cannot seal it again as {seal_id!r}"
                 )
-            sealed = SealedSegment(name, st.end_offset, count, seal_id)
-            data = seal_entry(sealed, writer_id, time.time_ns() // 1_000_000)
+            sealed = SealedSegment(name, st.end_offset, count, seal_id, crc)
+            data = seal_entry(sealed, writer_id, time.time_ns() // 1_000_000, self._prev())
             if self._create_entry(data):
                 return sealed.base_offset
             self.refresh()  # another writer took that entry number
@@ -102,7 +116,7 @@ class Partition:
             begin, dropped = st.plan_truncation(offset)
             if begin <= st.begin_offset and not dropped:
                 return st.begin_offset
-            if self._create_entry(truncate_entry(begin, dropped)):
+            if self._create_entry(truncate_entry(begin, dropped, self._prev())):
                 return st.begin_offset
             self.refresh()
 
@@ -112,8 +126,63 @@ class Partition:
         if not self.storage.create_exclusive(rel, data):
             return False
         self._delete_segments(st.apply(data, rel))
+        self._write_head()
         self._maybe_checkpoint()
         return True
+
+    def _prev(self) -> str:
+        """The hash the next entry is chained by (read from the file if not known)."""
+        st = self.state
+        if st.last_hash is None:
+            rel = f"{self._manifest}/{entry_name(st.next_entry - 1)}"
+            try:
+                st.last_hash = entry_hash(self.storage.read_bytes(rel))
+            except FileNotFoundError:
+                raise CorruptLogError(f"manifest entry {rel} is missing") from None
+        return st.last_hash
+
+    def _checksum(self, name: str) -> int:
+        rel = f"{self._segments}/{name}"
+        try:
+            return zlib.crc32(self.storage.read_buffer(rel))
+        except FileNotFoundError:
+            raise SegmentError(
+                f"segment {rel} does not exist (never written, aborted or truncated)"
+            ) from None
+
+    def _write_head(self) -> None:
+        st = self.state
+        head = {"v": 1, "next_entry": st.next_entry, "hash": st.last_hash}
+        try:
+            self.storage.write_bytes_atomic(self._head, json.dumps(head).encode())
+        except OSError:
+            pass  # the head only helps detect lost entries; the entries stay authoritative
+
+    def _check_complete(self) -> None:
+        """Raise CorruptLogError if entries the head names, or entries before an existing
+        one, are missing (read the head first: entries it counts existed before it)."""
+        try:
+            head = json.loads(self.storage.read_bytes(self._head))
+            expected = int(head["next_entry"])
+        except FileNotFoundError:
+            expected = 0  # written before heads existed, or nothing sealed yet
+        except (ValueError, KeyError, TypeError) as e:
+            where = self.storage.path(self._head)
+            raise CorruptLogError(f"partition head {where} is corrupt: {e}") from e
+        found = self.refresh().next_entry
+        missing = self.storage.path(f"{self._manifest}/{entry_name(found)}")
+        later = f"{self._manifest}/{entry_name(found + 1)}"
+        # (refresh again: the entry may have been created just now, with the later one)
+        if self.storage.exists(later) and self.refresh().next_entry == found:
+            raise CorruptLogError(
+                f"manifest of topic partition {self.where} has a gap: entry {missing} is "
+                "missing, later entries exist"
+            )
+        if found < expected:
+            raise CorruptLogError(
+                f"manifest of topic partition {self.where} is truncated: entry {missing} is "
+                f"missing, but {expected} entries were written"
+            )
 
     def _load(self) -> PartitionState:
         for n in self._checkpoint_numbers():
@@ -216,13 +285,26 @@ class Partition:
         FileNotFoundError if the file is gone (for example truncated meanwhile)."""
         rel = f"{self._segments}/{seg.name}"
         try:
-            table = self.storage.read_table(rel)
+            buffer = self.storage.read_buffer(rel)
+            if seg.crc32 is not None and seg.name not in self._verified:
+                actual = zlib.crc32(buffer)
+                if actual != seg.crc32:
+                    raise CorruptLogError(
+                        f"segment file {self.storage.path(rel)} of topic partition "
+                        f"{self.where} fails its checksum (crc32 {actual:08x}, sealed as "
+                        f"{seg.crc32:08x}): it is damaged and is not read"
+                    )
+                self._verified.add(seg.name)
+            table = self.storage.table_of(buffer)
         except FileNotFoundError:
             raise
         except (OSError, pa.ArrowInvalid) as e:
-            raise SegmentError(f"sealed segment {rel} is unreadable: {e}") from e
+            raise CorruptLogError(
+                f"sealed segment {self.storage.path(rel)} of topic partition {self.where} is "
+                f"unreadable: {e}"
+            ) from e
         if table.num_rows != seg.record_count or not table.schema.equals(SEGMENT_SCHEMA):
-            raise SegmentError(
+            raise CorruptLogError(
                 f"sealed segment {rel} holds {table.num_rows} records, the manifest says "
                 f"{seg.record_count}"
             )

@@ -59,6 +59,16 @@ class LocalStorage:
         with self.fs.open_input_file(self.path(rel)) as f:
             return ipc.open_file(f).read_all()
 
+    def read_buffer(self, rel: str) -> pa.Buffer:
+        """The whole file as a buffer (memory-mapped, so no copy)."""
+        with self.fs.open_input_file(self.path(rel)) as f:
+            return f.read_buffer()
+
+    @staticmethod
+    def table_of(buffer: pa.Buffer) -> pa.Table:
+        """The table in an Arrow IPC file's bytes."""
+        return ipc.open_file(buffer).read_all()
+
     def read_schema(self, rel: str) -> pa.Schema:
         """The schema (with metadata) of an Arrow IPC file; fails if the footer is missing."""
         with self.fs.open_input_file(self.path(rel)) as f:

@@ -13,8 +13,8 @@ sent to the changelog through the task's ``RecordCollector``. Then either:
   drops them too, the next ``open`` replaying what was committed. RocksDB then only ever holds
   committed data.
 
-Every ``snapshot_interval`` confirmed commits, stores are snapshotted next to the log and the
-changelog before the snapshot may be truncated.
+Every ``snapshot_interval`` confirmed commits, stores are snapshotted next to the log; the two
+newest snapshots are kept, and the changelog is truncated only below the older of them.
 """
 
 from __future__ import annotations
@@ -313,6 +313,9 @@ class DurableTaskStateManager(TaskStateManager):
                 cl.position,
                 (time.perf_counter() - started) * 1000,
             )
-            if self.truncate_changelog and self.log.has_topic(cl.topic):
-                self.log.truncate_before(cl.topic, cl.partition, cl.position)
-            snapshots.prune(app, task, cl.name, keep=self.keep_snapshots)
+            # Keep at least two snapshots and the changelog from the oldest kept one on, so a
+            # damaged newest snapshot still leaves a way to rebuild the store.
+            snapshots.prune(app, task, cl.name, keep=max(2, self.keep_snapshots))
+            kept = snapshots.offsets(app, task, cl.name)
+            if self.truncate_changelog and len(kept) >= 2 and self.log.has_topic(cl.topic):
+                self.log.truncate_before(cl.topic, cl.partition, kept[0])

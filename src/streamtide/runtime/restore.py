@@ -120,6 +120,9 @@ class ChangelogRestorer:
             return None, "it is an in-memory store", logging.DEBUG
         if checkpoint_problem is not None:
             return None, f"the checkpoint file is unusable ({checkpoint_problem})", warning
+        wiped = getattr(cl.local, "wiped_reason", None)
+        if wiped is not None:
+            return None, wiped, warning
         if getattr(cl.local, "created_fresh", False) and end > 0:
             why = "its local copy is missing (the state directory was deleted or never existed)"
             return None, why, info

@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from streamtide.errors import SerdeError, StreamsProcessingError
+from streamtide.errors import InvalidTimestampError, SerdeError, StreamsProcessingError
 from streamtide.log.segments import records_of
 from streamtide.processor.api import PunctuationType, StateStore
 from streamtide.processor.nodes import ProcessorNodeDef, SinkNodeDef, SourceNodeDef
@@ -67,6 +67,7 @@ class StreamTask:
         default_value_serde: Serde | None = None,
         committed: TaskCommittedState | None = None,
         deserialization_handler: str = "fail",
+        invalid_timestamp_handler: str = "fail",
         cache_enabled: bool = False,
         state_manager: TaskStateManager | None = None,
         batch_processing: bool = False,
@@ -82,6 +83,7 @@ class StreamTask:
         self.default_key_serde = default_key_serde or Serdes.bytes()
         self.default_value_serde = default_value_serde or Serdes.bytes()
         self.deserialization_handler = deserialization_handler
+        self.invalid_timestamp_handler = invalid_timestamp_handler
         self.cache_enabled = cache_enabled
         self.batch_processing = batch_processing
         self.metrics = TaskMetrics()
@@ -336,6 +338,15 @@ class StreamTask:
             self._on_deserialization_error(topic, raw, errors[row])  # type: ignore[index]
 
     def _drop_negative(self, topic: str, raw: RawRecord) -> None:
+        if self.invalid_timestamp_handler == "fail":
+            raise InvalidTimestampError(
+                f"the record has a negative timestamp {raw.timestamp} (set "
+                "invalid_timestamp_handler='log_and_skip' to skip such records)",
+                task_id=self.task_id,
+                topic=topic,
+                partition=self.partition,
+                offset=raw.offset,
+            )
         self.metrics.increment("dropped-records")
         log.warning(
             "task %s: dropped a record with negative timestamp %d (topic %s, partition %d, "

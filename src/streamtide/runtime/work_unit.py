@@ -155,6 +155,7 @@ def _run_active(
         default_value_serde=config.default_value_serde,
         committed=TaskCommittedState.from_dict(active.state),
         deserialization_handler=config.deserialization_exception_handler,
+        invalid_timestamp_handler=config.invalid_timestamp_handler,
         cache_enabled=config.cache_enabled,
         state_manager=state_manager,
         batch_processing=config.batch_processing,

@@ -18,6 +18,7 @@ from rocksdict import Checkpoint, Options, Rdict, ReadOptions, WriteBatch
 
 from streamtide.errors import StoreError
 from streamtide.processor.api import StateStoreContext
+from streamtide.state import rocksdb_recovery as recovery
 from streamtide.state.api import KeyValueBytesStore
 from streamtide.state.stores import register_key_value_store_kind
 
@@ -58,6 +59,7 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
         self._own_dir: Path | None = None
         self._iterators: weakref.WeakSet[Iterator] = weakref.WeakSet()
         self.created_fresh = False
+        self.wiped_reason: str | None = None  # set when damaged files were wiped at open
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -82,10 +84,20 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
         try:
             self._db = Rdict(str(path), _options())
         except Exception as exc:
-            raise StoreError(
-                f"cannot open RocksDB store {self.name!r} at {path}: {exc} (a database can be "
-                "open in one process only; is another worker or task still holding it?)"
-            ) from exc
+            if recovery.held(path):
+                raise StoreError(
+                    f"cannot open RocksDB store {self.name!r} at {path}: {exc} (a database can "
+                    "be open in one process only; is another worker or task still holding it?)"
+                ) from exc
+            self.wiped_reason = recovery.wipe(path, self.name, exc)
+            self.created_fresh = True
+            try:
+                self._db = Rdict(str(path), _options())
+            except Exception as again:
+                raise StoreError(
+                    f"cannot open RocksDB store {self.name!r} at {path}: {again}"
+                ) from again
+        recovery.opened(path)
         self._path = path
 
     @property
@@ -131,6 +143,8 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
         db, self._db = self._db, None
         if db is not None:
             db.close()
+            if self._path is not None:
+                recovery.closed(self._path)
 
     # ---- point operations ----------------------------------------------------------------
 

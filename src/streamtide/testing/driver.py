@@ -65,6 +65,7 @@ class TopologyTestDriver:
                 default_key_serde=config.default_key_serde,
                 default_value_serde=config.default_value_serde,
                 deserialization_handler=config.deserialization_exception_handler,
+                invalid_timestamp_handler=config.invalid_timestamp_handler,
                 cache_enabled=cache_enabled,
                 batch_processing=batch_processing,
             )

@@ -1,0 +1,191 @@
+"""The driver's side of the commit protocol, independent of Spark.
+
+``BatchCommitter`` runs one stage of a batch through the protocol records of
+``engine.protocol``: fix and record the input ranges, run the tasks (a callable: Spark in the
+engine, in-process work units in tests), record the prepare, seal exactly what it names, and
+record the seal; then the batch's commit. Whatever it finds in the application directory it
+continues from there (``protocol.stage_step``), so a driver that died after any write, or an
+older driver it took over from, leaves nothing a new driver cannot finish. Unsealed segments
+of attempts that did not win are deleted once the decision is recorded, and again on restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from streamtide.engine import protocol
+from streamtide.engine.app_dir import AppDirectory
+from streamtide.engine.interleave import interleave_segments
+from streamtide.engine.protocol import (
+    CommitRecord,
+    OffsetsRecord,
+    PrepareRecord,
+    Ranges,
+    SealRecord,
+    StageStep,
+    UnitReport,
+)
+from streamtide.errors import CorruptLogError, StreamtideError
+from streamtide.log.api import Log, SegmentRef
+from streamtide.log.errors import SealConflictError, SegmentError
+from streamtide.runtime.work_unit import writer_prefix
+
+log = logging.getLogger(__name__)
+
+#: Runs a stage's tasks on the recorded ranges: ``[(client, work-unit report dict), ...]``.
+Execute = Callable[[Ranges], Sequence[tuple[str, dict[str, Any]]]]
+#: Fixes a stage's input ranges: ``(ranges, topic ids of the source topics)``.
+FixRanges = Callable[[], tuple[Ranges, dict[str, str]]]
+
+
+class SealFailedError(StreamtideError):
+    """A prepared segment could not be sealed: the log lost or damaged it."""
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """A stage's winning prepare, and whether this driver found it already under way."""
+
+    prepare: PrepareRecord
+    offsets: OffsetsRecord | None
+    resumed: bool
+
+
+class BatchCommitter:
+    """Moves stages and batches through the protocol for one driver epoch."""
+
+    def __init__(self, app_dir: AppDirectory, log_: Log, application_id: str) -> None:
+        self.app_dir = app_dir
+        self.log = log_
+        self.application_id = application_id
+
+    @property
+    def epoch(self) -> int:
+        if self.app_dir.epoch is None:
+            raise StreamtideError("the committer has no epoch: call start() first")
+        return self.app_dir.epoch
+
+    def start(self) -> CommitRecord | None:
+        """Take a new epoch (fencing every older driver), delete what losing attempts of the
+        last committed batch left behind, and return the last commit (None: a new app)."""
+        self.app_dir.take_epoch()
+        last = self.app_dir.last_committed()
+        if last is not None:
+            self.sweep_committed(last.batch)
+        return last
+
+    def sweep_committed(self, last_batch: int) -> int:
+        """Delete the unsealed segments of every batch up to ``last_batch`` (all decided:
+        whatever of them is unsealed now lost, e.g. a late speculative attempt)."""
+        removed = 0
+        for topic in self.log.list_topics():
+            for partition in range(self.log.partitions(topic)):
+                try:
+                    unsealed = self.log.list_unsealed(topic, partition)
+                except SegmentError as exc:  # a damaged leftover must not stop a restart
+                    log.warning("cannot list unsealed segments of %s/%d: %s", topic, partition, exc)
+                    continue
+                for ref in unsealed:
+                    batch = protocol.batch_of_writer(self.application_id, ref.writer_id)
+                    if batch is not None and batch <= last_batch:
+                        self.log.abort_unsealed(topic, partition, ref)
+                        removed += 1
+        if removed:
+            log.info("deleted %d unsealed segment(s) of attempts that did not win", removed)
+        return removed
+
+    def sweep(self, prefix: str, topics: Iterable[str] | None = None) -> int:
+        """Delete unsealed segments whose writer id starts with ``prefix``."""
+        removed = self.log.abort_unsealed_by_prefix(prefix, topics=topics)
+        if removed:
+            log.info("deleted %d unsealed segment(s) of attempts under %s", removed, prefix)
+        return removed
+
+    def run_stage(
+        self,
+        batch: int,
+        stage: int,
+        fix_ranges: FixRanges,
+        execute: Execute,
+        internal_sinks: Sequence[str] = (),
+    ) -> StageResult:
+        """Bring one stage of ``batch`` to sealed, from wherever the directory says it is."""
+        offsets = self.app_dir.read_offsets(batch, stage)
+        prepare = self.app_dir.read_prepare(batch, stage)
+        seal = self.app_dir.read_seal(batch, stage)
+        step = protocol.stage_step(offsets, prepare, seal)
+        resumed = step is not StageStep.FIX_RANGES
+        if step is StageStep.FIX_RANGES:
+            ranges, topic_ids = fix_ranges()
+            offsets = self.app_dir.create_offsets(
+                OffsetsRecord(batch, stage, self.epoch, ranges, topic_ids)
+            )
+            step = StageStep.RUN
+        if step is StageStep.RUN:
+            assert offsets is not None
+            prepare = self._run(batch, stage, offsets, execute, internal_sinks)
+            step = StageStep.SEAL
+        assert prepare is not None
+        if step is StageStep.SEAL:
+            self._seal(prepare)
+        elif step is StageStep.DONE:  # sealed by a driver that may have died before sweeping
+            self.sweep(writer_prefix(self.application_id, batch, stage))
+        return StageResult(prepare, offsets, resumed)
+
+    def _run(
+        self,
+        batch: int,
+        stage: int,
+        offsets: OffsetsRecord,
+        execute: Execute,
+        internal_sinks: Sequence[str],
+    ) -> PrepareRecord:
+        units = execute(offsets.ranges)
+        raw = {
+            r["task"]: {"segments": list(r["segments"]), "state": r["state"], "client": client}
+            for client, unit in units
+            for r in unit["tasks"]
+        }
+        attempt = protocol.attempt_id(self.epoch, uuid.uuid4().hex[:8])
+        prefix = writer_prefix(self.application_id, batch, stage)
+        merged = interleave_segments(self.log, raw, internal_sinks, f"{prefix}merged/{attempt}/")
+        record = PrepareRecord(
+            batch=batch,
+            stage=stage,
+            epoch=self.epoch,
+            attempt=attempt,
+            tasks={t: protocol.prepared_task(t, entry) for t, entry in raw.items()},
+            merged=tuple(SegmentRef.from_dict(s) for s in merged),
+            reports=tuple(UnitReport.from_dict({**unit, "client": c}) for c, unit in units),
+        )
+        return self.app_dir.create_prepare(record)
+
+    def _seal(self, prepare: PrepareRecord) -> None:
+        self.app_dir.check_fence()
+        for ref, seal_id in prepare.seals(self.application_id):
+            try:
+                self.log.seal(ref.topic, ref.partition, ref, seal_id=seal_id)
+            except CorruptLogError:
+                raise
+            except SegmentError as exc:
+                kind = (
+                    "conflicts with an earlier seal"
+                    if isinstance(exc, SealConflictError)
+                    else "failed"
+                )
+                raise SealFailedError(
+                    f"batch {prepare.batch} stage {prepare.stage}: sealing segment {ref.name} "
+                    f"of {ref.topic}/{ref.partition} ({seal_id}) {kind}: {exc}"
+                ) from exc
+        self.app_dir.create_seal(
+            SealRecord(prepare.batch, prepare.stage, self.epoch, prepare.attempt)
+        )
+        self.sweep(writer_prefix(self.application_id, prepare.batch, prepare.stage))
+
+    def commit(self, record: CommitRecord) -> CommitRecord:
+        """Record the batch's commit (or adopt the one an older driver recorded first)."""
+        return self.app_dir.create_commit(record)

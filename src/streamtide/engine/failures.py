@@ -1,0 +1,90 @@
+"""Failures of work units, as the executor reports them and the driver judges them.
+
+A work unit that raises does not fail its Spark task (which Spark would retry, logging a long
+trace each time); it returns a failure report instead: the error's type, message and fields,
+its cause, a short trace, and whether retrying can help. The driver rebuilds the error as its
+own ``streamtide.errors`` type and retries the stage only for errors that may be transient. An
+error is final at once when it is *fatal* (corrupt data, bad configuration, a record that
+cannot be deserialized or has a negative timestamp, or a user exception of a type listed in
+``StreamsConfig.fatal_exceptions``) and on the first retry that fails exactly the same way
+(same type, message and record: a deterministic error in user code).
+"""
+
+from __future__ import annotations
+
+import traceback
+from typing import Any
+
+from streamtide import errors
+from streamtide.errors import (
+    ConfigError,
+    CorruptLogError,
+    CorruptRecordError,
+    InputTopicChangedError,
+    InvalidTimestampError,
+    SerdeError,
+    StreamsProcessingError,
+    StreamtideError,
+    TopologyError,
+    UnsupportedVersionError,
+)
+
+#: Errors that no retry can heal.
+FATAL_TYPES: tuple[type[BaseException], ...] = (
+    ConfigError,
+    CorruptLogError,
+    CorruptRecordError,
+    InputTopicChangedError,
+    InvalidTimestampError,
+    TopologyError,
+    UnsupportedVersionError,
+)
+_TRACE_LINES = 25
+_FIELDS = ("task_id", "node", "topic", "partition", "offset")
+
+
+class RemoteTraceback(Exception):
+    """The end of the trace of an error raised in a work unit (the cause of its rebuilt
+    error on the driver)."""
+
+
+def failure_report(exc: BaseException, fatal_exceptions: tuple[type, ...] = ()) -> dict[str, Any]:
+    """A JSON-able report of ``exc`` raised in a work unit."""
+    cause = exc.__cause__ or exc.__context__
+    fatal = isinstance(exc, FATAL_TYPES) or (
+        isinstance(exc, StreamsProcessingError)
+        and cause is not None
+        and isinstance(cause, (SerdeError, *fatal_exceptions))
+    )
+    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return {
+        "type": type(exc).__name__ if _is_ours(type(exc)) else "",
+        "error": f"{type(exc).__name__}: {exc}",
+        "message": getattr(exc, "message", None) or str(exc),
+        "fields": {f: getattr(exc, f, None) for f in _FIELDS},
+        "cause": None if cause is None else f"{type(cause).__name__}: {cause}",
+        "fatal": fatal,
+        "trace": "\n".join(trace.rstrip().splitlines()[-_TRACE_LINES:]),
+    }
+
+
+def rebuild(report: dict[str, Any]) -> StreamtideError:
+    """The driver-side error for a failure report: the same ``streamtide.errors`` type where
+    it was one, else a ``StreamtideError`` naming the original type."""
+    cls = getattr(errors, report["type"], None) if report["type"] else None
+    if isinstance(cls, type) and issubclass(cls, StreamsProcessingError):
+        fields = {k: v for k, v in report["fields"].items() if v is not None}
+        return cls(report["message"], **fields)
+    if isinstance(cls, type) and issubclass(cls, StreamtideError):
+        return cls(report["message"])
+    return StreamtideError(f"a work unit failed: {report['error']}")
+
+
+def signature(report: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes two failures "the same": type, message, cause and record."""
+    fields = report["fields"]
+    return (report["error"], report["cause"], *(fields.get(f) for f in _FIELDS))
+
+
+def _is_ours(cls: type) -> bool:
+    return getattr(errors, cls.__name__, None) is cls

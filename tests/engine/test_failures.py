@@ -1,0 +1,157 @@
+"""Errors in work units: reported once with where they happened, retried only when a retry
+can help."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from streamtide import Consumed, Processor, Produced, Record, StreamsApp, StreamsBuilder
+from streamtide.engine.failures import RemoteTraceback, failure_report, rebuild, signature
+from streamtide.errors import (
+    CorruptLogError,
+    InvalidTimestampError,
+    SerdeError,
+    StreamsProcessingError,
+    StreamtideError,
+)
+from streamtide.log import LogRecord, open_log
+from tests.engine.scenarios import (
+    JSON,
+    STRING,
+    by_user_key,
+    engine_config,
+    engine_outputs,
+    expected_outputs,
+    make_events,
+    session_topology,
+    write_events,
+)
+
+
+def raised(exc: BaseException, cause: BaseException | None = None) -> BaseException:
+    try:
+        raise exc from cause
+    except BaseException as caught:
+        return caught
+
+
+def test_a_processing_error_is_rebuilt_with_its_type_and_record() -> None:
+    error = StreamsProcessingError(
+        "processing failed: ZeroDivisionError: division by zero",
+        task_id="0_1",
+        node="KSTREAM-PROCESSOR-0000000001",
+        topic="events",
+        partition=1,
+        offset=41,
+    )
+    report = failure_report(raised(error, ZeroDivisionError("division by zero")))
+    assert not report["fatal"]
+    again = rebuild(report)
+    assert type(again) is StreamsProcessingError and str(again) == str(error)
+    assert (again.node, again.task_id, again.offset) == (error.node, "0_1", 41)
+
+
+@pytest.mark.parametrize(
+    ("exc", "cause", "fatal"),
+    [
+        (CorruptLogError("bad crc"), None, True),
+        (InvalidTimestampError("negative", offset=3), None, True),
+        (StreamsProcessingError("cannot deserialize"), SerdeError("bad json"), True),
+        (StreamsProcessingError("processing failed"), KeyError("k"), True),  # marked fatal
+        (StreamsProcessingError("processing failed"), ValueError("v"), False),
+        (RuntimeError("a bug"), None, False),
+    ],
+)
+def test_errors_no_retry_can_heal_are_fatal(exc, cause, fatal) -> None:
+    report = failure_report(raised(exc, cause), fatal_exceptions=(KeyError,))
+    assert report["fatal"] is fatal
+    rebuilt = rebuild(report)
+    assert isinstance(rebuilt, StreamtideError)
+    assert type(rebuilt) is (type(exc) if isinstance(exc, StreamtideError) else StreamtideError)
+
+
+def test_the_same_failure_has_the_same_signature_and_another_record_does_not() -> None:
+    def at(offset: int, message: str = "boom") -> dict:
+        error = StreamsProcessingError("processing failed", task_id="0_0", offset=offset)
+        return failure_report(raised(error, ValueError(message)))
+
+    assert signature(at(5)) == signature(at(5))
+    assert signature(at(5)) != signature(at(6))
+    assert signature(at(5)) != signature(at(5, "other"))
+
+
+class FailsAt(Processor):
+    """Raises ZeroDivisionError at record ``n == at``, every time; counts its raises."""
+
+    def __init__(self, marker: str, at: int) -> None:
+        self.marker, self.at = marker, at
+
+    def process(self, record: Record) -> None:
+        if record.value.get("n") == self.at:
+            with open(self.marker, "a") as f:
+                f.write("raised\n")
+            _ = 1 // 0
+        self.context.forward(record)
+
+
+def failing_topology(marker: str, at: int):
+    builder = StreamsBuilder()
+    builder.stream("events", Consumed.with_(STRING, JSON)).process(
+        lambda: FailsAt(marker, at), named="divider"
+    ).to("out", Produced.with_(STRING, JSON, by_user_key))
+    return builder.build()
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("fatal", [(), (ZeroDivisionError,)], ids=["deterministic", "marked"])
+def test_a_deterministic_user_error_is_reported_once_naming_the_record(
+    spark, log_url, tmp_path, fatal
+) -> None:
+    events = [(u, {**v, "n": i}, ts) for i, (u, v, ts) in enumerate(make_events(60, seed=41))]
+    write_events(log_url, events)
+    marker = tmp_path / "raised"
+    config = engine_config(log_url, str(tmp_path / "state"), fatal_exceptions=fatal)
+    app = StreamsApp(failing_topology(str(marker), at=30), config, spark=spark)
+    with pytest.raises(StreamsProcessingError) as info:
+        app.run_until_caught_up(timeout=300)
+    error = info.value
+    assert error.node == "divider" and error.topic == "events" and error.offset is not None
+    assert error.task_id == f"0_{error.partition}"
+    assert "ZeroDivisionError: integer division or modulo by zero" in str(error)
+    assert isinstance(error.__cause__, RemoteTraceback)
+    assert len(str(error.__cause__).splitlines()) <= 25
+    raises = Path(marker).read_text().count("raised")
+    assert raises == (1 if fatal else 2)  # never the three attempts of a transient error
+
+
+@pytest.mark.spark
+def test_a_negative_timestamp_stops_the_app_or_is_skipped(spark, log_url, tmp_path) -> None:
+    events = make_events(40, seed=42)
+    write_events(log_url, events)
+    log = open_log(log_url)
+    log.append("events", 0, [LogRecord(b"u1", b'{"id": "x"}', -5)])
+    bad = log.end_offset("events", 0) - 1
+    config = engine_config(log_url, str(tmp_path / "s"))
+    with pytest.raises(InvalidTimestampError) as info:
+        StreamsApp(session_topology(), config, spark=spark).run_until_caught_up(timeout=300)
+    assert (info.value.topic, info.value.partition, info.value.offset) == ("events", 0, bad)
+    skip = config.with_overrides(invalid_timestamp_handler="log_and_skip")
+    StreamsApp(session_topology(), skip, spark=spark).run_until_caught_up(timeout=300)
+    assert engine_outputs(log_url, "session") == expected_outputs("session", events)
+
+
+@pytest.mark.spark
+def test_a_damaged_input_segment_stops_the_app_naming_the_file(spark, log_url, tmp_path) -> None:
+    write_events(log_url, make_events(40, seed=43))
+    root = Path(open_log(log_url).root)
+    (segment,) = (root / "events" / "1" / "segments").iterdir()
+    data = bytearray(segment.read_bytes())
+    data[len(data) // 3] ^= 0x04
+    segment.write_bytes(bytes(data))
+    app = StreamsApp(session_topology(), engine_config(log_url, str(tmp_path / "s")), spark=spark)
+    with pytest.raises(CorruptLogError) as info:
+        app.run_until_caught_up(timeout=300)
+    assert "topic partition events/1" in str(info.value) and segment.name in str(info.value)
+    assert engine_outputs(log_url, "session") == {0: [], 1: []}  # nothing was committed

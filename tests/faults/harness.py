@@ -1,0 +1,118 @@
+"""The random-kill harness: drivers and executors killed at random moments, outputs checked
+against the test driver."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from streamtide.log import open_log
+from tests.engine.scenarios import (
+    engine_outputs,
+    expected_outputs,
+    make_events,
+    write_events,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class KillRun:
+    """What one run did and found."""
+
+    driver_runs: int = 0
+    driver_kills: int = 0
+    group_kills: int = 0  # the driver killed together with its executor
+    executor_kills: int = 0
+    expected: int = 0
+    lost: int = 0
+    duplicated: int = 0
+    seconds: float = 0.0
+
+
+def run_with_kills(
+    tmp: Path,
+    *,
+    events: int,
+    driver_kills: int,
+    executor_kill: float,
+    seed: int,
+    max_wait: float = 2.5,
+) -> KillRun:
+    """Feed ``events`` in chunks while killing ``driver_kills`` drivers at random moments;
+    then let one driver finish and compare every output with the test driver's."""
+    started = time.monotonic()
+    rnd = random.Random(seed)
+    log_url, state = f"file://{tmp / 'log'}", str(tmp / "state")
+    kills_file = tmp / "kills"
+    kills_file.touch()
+    data = make_events(events, seed=seed)
+    size = -(-len(data) // (driver_kills + 1))
+    chunks = [data[i : i + size] for i in range(0, len(data), size)]
+    fed: list = []
+    run = KillRun()
+    groups: list[int] = []
+
+    def start(n: int) -> subprocess.Popen:
+        run.driver_runs += 1
+        process = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "tests.faults.driver_process", log_url, state),
+                *(str(kills_file), f"--executor-kill={executor_kill}", f"--seed={seed * 1000 + n}"),
+            ],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            start_new_session=True,  # its own process group: the driver and its executors
+            stdout=subprocess.DEVNULL,
+        )
+        groups.append(process.pid)
+        return process
+
+    n = 0
+    while run.driver_kills < driver_kills:
+        if chunks:
+            chunk = chunks.pop(0)
+            write_events(log_url, chunk)
+            fed.extend(chunk)
+        process = start(n)
+        n += 1
+        time.sleep(rnd.uniform(0.3, max_wait))
+        if process.poll() is None:
+            if rnd.random() < 0.3:
+                os.killpg(process.pid, signal.SIGKILL)  # a lost machine: executors too
+                run.group_kills += 1
+            else:
+                process.send_signal(signal.SIGKILL)  # its executor may live on, a zombie
+            run.driver_kills += 1
+        process.wait()
+    for chunk in chunks:
+        write_events(log_url, chunk)
+        fed.extend(chunk)
+    final = start(n)
+    assert final.wait(timeout=900) == 0, "the last driver did not finish"
+    for pid in groups:  # zombies of killed drivers may still be writing: end them
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    run.executor_kills = kills_file.read_text().count("executor")
+    expected = expected_outputs("session", fed)
+    got = engine_outputs(log_url, "session")
+    for partition, records in expected.items():
+        want, have = Counter(records), Counter(got.get(partition, []))
+        run.expected += len(records)
+        run.lost += sum((want - have).values())
+        run.duplicated += sum((have - want).values())
+        assert got.get(partition) == records, f"partition {partition} differs"
+    log = open_log(log_url)
+    assert sum(log.end_offset("events", p) for p in range(2)) == len(fed)
+    run.seconds = round(time.monotonic() - started, 1)
+    return run

@@ -1,0 +1,26 @@
+"""Drivers and executors killed at random moments lose and duplicate nothing.
+
+The short run is part of the default suite; the long one (``./dev faults``, marker
+``faults``) is the figure docs/engine.md quotes under "What Streamtide promises".
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.faults.harness import run_with_kills
+
+
+def test_a_few_random_driver_and_executor_kills(tmp_path) -> None:
+    run = run_with_kills(tmp_path, events=240, driver_kills=3, executor_kill=0.3, seed=7)
+    assert run.driver_kills == 3
+    assert (run.lost, run.duplicated) == (0, 0)
+
+
+@pytest.mark.faults
+@pytest.mark.parametrize("seed", [101, 202])
+def test_thirty_driver_kills_and_ten_executor_kills(tmp_path, seed) -> None:
+    run = run_with_kills(tmp_path, events=3000, driver_kills=32, executor_kill=0.35, seed=seed)
+    print(f"\nrandom-kill run (seed {seed}): {run}")
+    assert run.driver_kills >= 30 and run.executor_kills >= 10
+    assert (run.lost, run.duplicated) == (0, 0)
