@@ -68,6 +68,7 @@ def test_the_readme_commands_from_a_shell(tmp_path: Path) -> None:
         'log = "file://./data"\n'
         'state_dir = "./state"\n'
         "max_records_per_batch = 10\n"
+        "adaptive_batch_size = false\n"
         'master = "local[1]"\n'
     )
     events = [(f"user-{i % 3}", {"n": i}, 1_767_607_200_000 + i * 7_000) for i in range(60)]

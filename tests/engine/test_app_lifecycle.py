@@ -87,6 +87,7 @@ def test_run_and_status_commands(spark, log_url, tmp_path, monkeypatch) -> None:
             str(settings),
             "--max-records-per-batch",  # the flag wins over the file
             "20",
+            "--no-adaptive-batch-size",  # keep the cap at 20
             "--until-caught-up",
             "--no-progress",
         ],

@@ -45,10 +45,12 @@ def run_with_kills(
     driver_kills: int,
     executor_kill: float,
     seed: int,
+    min_executor_kills: int = 0,
     max_wait: float = 2.5,
 ) -> KillRun:
-    """Feed ``events`` in chunks while killing ``driver_kills`` drivers at random moments;
-    then let one driver finish and compare every output with the test driver's."""
+    """Feed ``events`` in chunks while killing drivers at random moments (until ``driver_kills``
+    drivers and ``min_executor_kills`` executors were killed); then let one driver finish and
+    compare every output with the test driver's."""
     started = time.monotonic()
     rnd = random.Random(seed)
     log_url, state = f"file://{tmp / 'log'}", str(tmp / "state")
@@ -77,7 +79,11 @@ def run_with_kills(
         return process
 
     n = 0
-    while run.driver_kills < driver_kills:
+
+    def executor_kills() -> int:
+        return kills_file.read_text().count("executor")
+
+    while run.driver_kills < driver_kills or executor_kills() < min_executor_kills:
         if chunks:
             chunk = chunks.pop(0)
             write_events(log_url, chunk)
@@ -103,7 +109,7 @@ def run_with_kills(
             os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    run.executor_kills = kills_file.read_text().count("executor")
+    run.executor_kills = executor_kills()
     expected = expected_outputs("session", fed)
     got = engine_outputs(log_url, "session")
     for partition, records in expected.items():

@@ -20,7 +20,14 @@ def test_a_few_random_driver_and_executor_kills(tmp_path) -> None:
 @pytest.mark.faults
 @pytest.mark.parametrize("seed", [101, 202])
 def test_thirty_driver_kills_and_ten_executor_kills(tmp_path, seed) -> None:
-    run = run_with_kills(tmp_path, events=3000, driver_kills=32, executor_kill=0.35, seed=seed)
+    run = run_with_kills(
+        tmp_path,
+        events=4000,
+        driver_kills=32,
+        executor_kill=0.4,
+        seed=seed,
+        min_executor_kills=12,
+    )
     print(f"\nrandom-kill run (seed {seed}): {run}")
     assert run.driver_kills >= 30 and run.executor_kills >= 10
     assert (run.lost, run.duplicated) == (0, 0)

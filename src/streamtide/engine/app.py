@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections import deque
@@ -46,7 +45,7 @@ from streamtide.engine.shipping import ship_user_modules
 from streamtide.engine.sources import SourcePosition, input_start
 from streamtide.engine.status import read_status
 from streamtide.engine.worker import make_work
-from streamtide.errors import StreamsProcessingError, StreamtideError
+from streamtide.errors import StreamtideError
 from streamtide.log import open_log
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState, offset_key
@@ -582,16 +581,9 @@ class StreamsApp:
         return read_status(self.config, history)
 
 
-_ERROR_LINE = re.compile(r"streamtide\.errors\.(\w+): (.+)")
-
-
-def _explain(exc: Exception) -> Exception:
-    """Turn a failed Spark job into the Streamtide error raised on the executor, if any."""
-    text = str(exc)
-    matches = _ERROR_LINE.findall(text)
-    if matches:
-        name, message = matches[-1]
-        if name == "StreamsProcessingError":
-            return StreamsProcessingError(message)
-        return StreamtideError(f"{name}: {message}")
-    return exc
+def _explain(exc: Exception) -> StreamtideError:
+    """The error for a failed Spark job: a worker or executor died (work units report their
+    own errors instead of failing), so only Spark's summary is known; the end of its trace
+    becomes the cause."""
+    first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    return StreamtideError(f"the stage's Spark job failed: {first}")

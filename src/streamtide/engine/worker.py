@@ -38,13 +38,21 @@ def observed_executor() -> str:
 
 def run_payloads(blob: bytes, payloads: Iterable[str]) -> Iterator[str]:
     """Run each JSON work-unit payload and yield its JSON report (or failure report)."""
-    topology, config, factory, log_ = _load(blob)
+    try:
+        topology, config, factory, log_ = _load(blob)
+    except Exception as exc:  # e.g. user code that cannot be unpickled here
+        loading: BaseException | None = exc
+    else:
+        loading = None
     for payload in payloads:
-        spec = WorkUnitSpec.from_dict(json.loads(payload))
         try:
+            if loading is not None:
+                raise loading
+            spec = WorkUnitSpec.from_dict(json.loads(payload))
             report = run_work_unit(topology, config, log_, spec, factory)
         except Exception as exc:  # reported, not raised: the driver decides about retries
-            report = {"failure": failure_report(exc, config.fatal_exceptions)}
+            fatal = config.fatal_exceptions if loading is None else ()
+            report = {"failure": failure_report(exc, fatal)}
         report["ran_on"] = {"executor": observed_executor(), "pid": os.getpid()}
         yield json.dumps(report)
 

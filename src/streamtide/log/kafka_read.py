@@ -4,7 +4,8 @@ Offsets in Kafka need not be dense: transaction markers take an offset each, abo
 are skipped by a read_committed consumer, and compaction removes records. So a range read
 stops at the first record at or past the range end, at the end-of-partition event, or when
 the consumer's position has passed the range end, whichever comes first; it never waits for
-an offset that will not come.
+an offset that will not come. (An end-of-partition event below the range end is an old one,
+left queued by an earlier read: the range end was checked against the end offset.)
 
 Records are turned into the Arrow layout of ``Log.read_table`` (``segments.READ_SCHEMA``)
 column by column, without a ``LogRecord`` per record.
@@ -85,9 +86,12 @@ class PartitionReader:
             for message in batch:
                 error = message.error()
                 if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        return messages, stop  # nothing readable before the range end
-                    raise translate(_KafkaErrorWrapper(error), where)
+                    if error.code() != KafkaError._PARTITION_EOF:
+                        raise translate(_KafkaErrorWrapper(error), where)
+                    end = message.offset()
+                    if end is not None and 0 <= end < stop:
+                        continue  # an earlier read's end, queued before records were added
+                    return messages, stop  # nothing readable before the range end
                 offset = message.offset()
                 if offset >= stop:
                     return messages, stop

@@ -80,7 +80,7 @@ class Partition:
                 data = self.storage.read_bytes(rel)
             except FileNotFoundError:
                 break
-            self._delete_segments(st.apply(data, rel))
+            self._delete_segments(st.apply(data, self.storage.path(rel)))
         self._maybe_checkpoint()
         return st
 
@@ -125,7 +125,7 @@ class Partition:
         rel = f"{self._manifest}/{entry_name(st.next_entry)}"
         if not self.storage.create_exclusive(rel, data):
             return False
-        self._delete_segments(st.apply(data, rel))
+        self._delete_segments(st.apply(data, self.storage.path(rel)))
         self._write_head()
         self._maybe_checkpoint()
         return True
@@ -188,7 +188,9 @@ class Partition:
         for n in self._checkpoint_numbers():
             rel = f"{self._checkpoints}/{entry_name(n)}"
             try:
-                return PartitionState.from_checkpoint(self.storage.read_bytes(rel), rel)
+                return PartitionState.from_checkpoint(
+                    self.storage.read_bytes(rel), self.storage.path(rel)
+                )
             except (FileNotFoundError, LogError):
                 continue  # removed meanwhile, or damaged: fall back to an older one
         return PartitionState()
