@@ -33,6 +33,10 @@ class StreamsConfig:
     ``batch_processing`` runs each
     task's input as a batch (bulk serdes, state read once per key and batch); False runs the
     record-at-a-time path, which gives the same results more slowly.
+    ``stages_in_one_job`` runs every sub-topology of a batch in one Spark job; a sub-topology
+    after a repartition then reads the repartition records earlier batches committed (one
+    batch of extra latency per repartition). False runs one job per sub-topology, in order,
+    so repartitioned records are processed in the batch that wrote them.
     ``max_records_per_batch`` is the per-partition cap of a batch; with
     ``adaptive_batch_size`` the engine doubles it (up to ``adaptive_batch_size_limit``) while
     full batches finish within ``commit_interval``, and halves it (down to
@@ -60,6 +64,7 @@ class StreamsConfig:
     batch_processing: bool = True
     adaptive_batch_size: bool = True
     adaptive_batch_size_limit: int = 200_000
+    stages_in_one_job: bool = True
     auto_offset_reset: str | None = None
     invalid_timestamp_handler: str = "fail"
     fatal_exceptions: tuple[type[BaseException], ...] = ()
@@ -130,7 +135,12 @@ class StreamsConfig:
             _require_int(self.metrics_port, "metrics_port", minimum=0)
             if self.metrics_port > 65535:
                 raise ConfigError(f"metrics_port must be <= 65535, got {self.metrics_port}")
-        for name in ("cache_enabled", "batch_processing", "adaptive_batch_size"):
+        for name in (
+            "cache_enabled",
+            "batch_processing",
+            "adaptive_batch_size",
+            "stages_in_one_job",
+        ):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be a bool, got {getattr(self, name)!r}")
 

@@ -45,6 +45,7 @@ _HELP = {
     "batch_processing": "Process each task's input as a batch (bulk serdes, state per key)",
     "adaptive_batch_size": "Grow the batch cap while full batches finish within commit_interval",
     "adaptive_batch_size_limit": "Upper limit of the adaptive per-partition batch cap",
+    "stages_in_one_job": "Run all sub-topologies of a batch in one Spark job",
     "application_id": "Names the application's state, internal topics and directory",
     "state_dir": "Local RocksDB state of the executors",
     "commit_interval": "A batch starts at least this often, in ms",

@@ -297,9 +297,12 @@ class StreamsApp:
         self._executors = executors
         if self.running is not None:
             self.running.restore_planned = self._restore_bound(assignment)
+        ran: dict[int, list[tuple[str, dict[str, Any]]]] | None = None
+        if self.config.stages_in_one_job and len(self.stages) > 1:
+            ran = self._run_all_stages(batch, executors, assignment, progress)
         for stage in self.stages:
             stage_started = time.perf_counter()
-            self._run_stage(batch, stage, executors, assignment, progress)
+            self._run_stage(batch, stage, executors, assignment, progress, ran)
             progress.stage_ms.append(round((time.perf_counter() - stage_started) * 1000, 3))
             if self.running is not None:
                 self.running.stages_done += 1
@@ -454,6 +457,38 @@ class StreamsApp:
             ranges[f"{stage.subtopology}_{partition}"][topic] = (start, ends[(topic, partition)])
         return ranges, topic_ids
 
+    def _run_all_stages(
+        self,
+        batch: int,
+        executors: list[ExecutorInfo],
+        assignment: Assignment,
+        progress: BatchProgress,
+    ) -> dict[int, list[tuple[str, dict[str, Any]]]]:
+        """Fix every stage's input ranges first, then run all stages that need running in
+        one Spark job. A stage after a repartition then reads what earlier batches sealed into
+        the repartition topic (records sealed by this batch wait for the next one)."""
+        plans: dict[int, Ranges] = {}
+        for stage in self.stages:
+            planned = self.committer.plan_stage(
+                batch, stage.subtopology, lambda stage=stage: self._planned_ranges(stage)
+            )
+            if planned.resumed:
+                progress.resumed = True
+            if planned.offsets is not None:
+                self._topic_ids.update(planned.offsets.topic_ids)
+                plans[stage.subtopology] = planned.offsets.ranges
+        if not plans:
+            return {}
+        return self._execute_stages(batch, plans, executors, assignment)
+
+    def _planned_ranges(self, stage: Stage) -> tuple[Ranges, dict[str, str]]:
+        ranges, topic_ids = self._fix_ranges(stage)
+        if self.running is not None:
+            self.running.planned_records += sum(
+                end - start for topics in ranges.values() for start, end in topics.values()
+            )
+        return ranges, topic_ids
+
     def _run_stage(
         self,
         batch: int,
@@ -461,19 +496,19 @@ class StreamsApp:
         executors: list[ExecutorInfo],
         assignment: Assignment,
         progress: BatchProgress,
+        ran: dict[int, list[tuple[str, dict[str, Any]]]] | None = None,
     ) -> None:
+        """Bring one stage of the batch to sealed; its work units already ran when ``ran``
+        holds its reports (``_run_all_stages``)."""
         execute_ms = 0.0
 
         def fix() -> tuple[Ranges, dict[str, str]]:
-            ranges, topic_ids = self._fix_ranges(stage)
-            if self.running is not None:
-                self.running.planned_records += sum(
-                    end - start for topics in ranges.values() for start, end in topics.values()
-                )
-            return ranges, topic_ids
+            return self._planned_ranges(stage)
 
         def execute(ranges: Ranges) -> list[tuple[str, dict[str, Any]]]:
             nonlocal execute_ms
+            if ran is not None and stage.subtopology in ran:
+                return ran[stage.subtopology]
             began = time.perf_counter()
             try:
                 return self._execute(batch, stage, executors, assignment, ranges)
@@ -485,7 +520,8 @@ class StreamsApp:
             batch, stage.subtopology, fix, execute, self._internal_sinks(stage)
         )
         progress.commit_ms += round((time.perf_counter() - began) * 1000 - execute_ms, 3)
-        progress.resumed = progress.resumed or result.resumed
+        if ran is None:
+            progress.resumed = progress.resumed or result.resumed
         if result.offsets is not None:
             self._topic_ids.update(result.offsets.topic_ids)
         self._take_over(stage, result.prepare, progress, result.offsets)
@@ -523,6 +559,20 @@ class StreamsApp:
         assignment: Assignment,
         ranges: Ranges,
     ) -> list[tuple[str, dict[str, Any]]]:
+        """Run one stage's work units as one Spark job; see ``_execute_stages``."""
+        done = self._execute_stages(batch, {stage.subtopology: ranges}, executors, assignment)
+        return done[stage.subtopology]
+
+    def _execute_stages(
+        self,
+        batch: int,
+        plans: dict[int, Ranges],
+        executors: list[ExecutorInfo],
+        assignment: Assignment,
+    ) -> dict[int, list[tuple[str, dict[str, Any]]]]:
+        """Run the work units of every planned stage (``{stage: ranges}``) in one Spark job
+        and return each stage's reports. A failed job is re-planned with the same ranges, up
+        to ``MAX_STAGE_ATTEMPTS`` times; a deterministic failure is reported at once."""
         import json
 
         last_error: Exception | None = None
@@ -533,39 +583,46 @@ class StreamsApp:
                 executors = list_executors(self.sc)
                 assignment = self._assign(executors)
                 log.warning(
-                    "batch %d stage %d: retrying (attempt %d) after: %s",
+                    "batch %d stage(s) %s: retrying (attempt %d) after: %s",
                     batch,
-                    stage.subtopology,
+                    ", ".join(map(str, plans)),
                     attempt + 1,
                     str(last_error).splitlines()[0] if str(last_error) else repr(last_error),
                 )
             units = []
-            for executor, actives, standbys in slot_units(assignment, executors, stage):
-                spec = WorkUnitSpec(
-                    batch,
-                    stage.subtopology,
-                    executor.id,
-                    [
-                        ActiveSpec(
-                            t,
-                            ranges[t],
-                            (self._task_states.get(t) or TaskCommittedState()).to_dict(),
-                        )
-                        for t in actives
-                    ],
-                    standbys,
-                )
-                units.append((json.dumps(spec.to_dict()), executor))
+            for subtopology, ranges in plans.items():
+                stage = self.stages[subtopology]
+                for executor, actives, standbys in slot_units(assignment, executors, stage):
+                    spec = WorkUnitSpec(
+                        batch,
+                        subtopology,
+                        executor.id,
+                        [
+                            ActiveSpec(
+                                t,
+                                ranges[t],
+                                (self._task_states.get(t) or TaskCommittedState()).to_dict(),
+                            )
+                            for t in actives
+                        ],
+                        standbys,
+                    )
+                    units.append((subtopology, json.dumps(spec.to_dict()), executor))
             try:
-                outputs = run_pinned(self.sc, units, make_work(self._blob))
+                outputs = run_pinned(
+                    self.sc, [(payload, ex) for _, payload, ex in units], make_work(self._blob)
+                )
             except Exception as exc:  # a failed Spark job (a worker died): re-plan, same ranges
                 last_error = _explain(exc)
                 cause = RemoteTraceback("\n".join(str(exc).splitlines()[-25:]))
                 continue
-            results = [(ex.id, json.loads(out)) for (_, ex), out in zip(units, outputs)]
-            failures = [r["failure"] for _, r in results if "failure" in r]
+            results = [(sub, ex.id, json.loads(out)) for (sub, _, ex), out in zip(units, outputs)]
+            failures = [r["failure"] for _, _, r in results if "failure" in r]
             if not failures:
-                return results
+                done: dict[int, list[tuple[str, dict[str, Any]]]] = {sub: [] for sub in plans}
+                for sub, client, report in results:
+                    done[sub].append((client, report))
+                return done
             failure = failures[0]
             last_error, cause = rebuild(failure), RemoteTraceback(failure["trace"])
             if failure["fatal"] or (previous and signature(previous) == signature(failure)):

@@ -55,6 +55,15 @@ class StageResult:
     resumed: bool
 
 
+@dataclass(frozen=True)
+class PlannedStage:
+    """A stage's recorded input ranges if it still has to run (None: already prepared), and
+    whether an earlier driver had got it under way."""
+
+    offsets: OffsetsRecord | None
+    resumed: bool
+
+
 class BatchCommitter:
     """Moves stages and batches through the protocol for one driver epoch."""
 
@@ -104,6 +113,22 @@ class BatchCommitter:
         if removed:
             log.info("deleted %d unsealed segment(s) of attempts under %s", removed, prefix)
         return removed
+
+    def plan_stage(self, batch: int, stage: int, fix_ranges: FixRanges) -> PlannedStage:
+        """Make sure the stage's input ranges are recorded (fixing them if not yet); return
+        them when the stage still has to run (its prepare is not recorded), else None."""
+        offsets = self.app_dir.read_offsets(batch, stage)
+        prepare = self.app_dir.read_prepare(batch, stage)
+        seal = self.app_dir.read_seal(batch, stage)
+        step = protocol.stage_step(offsets, prepare, seal)
+        resumed = step is not StageStep.FIX_RANGES
+        if step is StageStep.FIX_RANGES:
+            ranges, topic_ids = fix_ranges()
+            offsets = self.app_dir.create_offsets(
+                OffsetsRecord(batch, stage, self.epoch, ranges, topic_ids)
+            )
+            step = StageStep.RUN
+        return PlannedStage(offsets if step is StageStep.RUN else None, resumed)
 
     def run_stage(
         self,
