@@ -47,6 +47,7 @@ from streamtide.engine.status import read_status
 from streamtide.engine.worker import make_work
 from streamtide.errors import StreamtideError
 from streamtide.log import open_log
+from streamtide.processor.punctuation import is_wall_clock_schedule
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec
@@ -170,12 +171,22 @@ class StreamsApp:
 
     def _loop(self) -> None:
         interval = self.config.commit_interval / 1000
+        ran = False
         try:
             while not self._stop.is_set():
                 began = time.monotonic()
-                self.run_batch()
-                if not self.input_waiting():
-                    self._stop.wait(max(0.0, interval - (time.monotonic() - began)))
+                waiting = self.input_waiting()
+                due = self.next_wall_clock_punctuation()
+                if not ran or waiting or (due is not None and due <= time.time() * 1000):
+                    self.run_batch()
+                    ran = True
+                    waiting = self.input_waiting()
+                if not waiting:  # idle: no Spark job until input arrives or a punctuator is due
+                    pause = interval - (time.monotonic() - began)
+                    due = self.next_wall_clock_punctuation()
+                    if due is not None:
+                        pause = min(pause, due / 1000 - time.time())
+                    self._stop.wait(max(0.0, pause))
         except BaseException as exc:  # reported by await_termination
             self._error = exc
             log.error("application %s stopped: %s", self.config.application_id, exc)
@@ -223,6 +234,17 @@ class StreamsApp:
     def metrics_url(self) -> str | None:
         """Where the metrics are served while the app runs (None without ``metrics_port``)."""
         return None if self._metrics_server is None else self._metrics_server.url
+
+    def next_wall_clock_punctuation(self) -> int | None:
+        """When the earliest committed wall-clock punctuator of any task is due (epoch ms;
+        None: there is none). An idle application runs a batch only then."""
+        due = [
+            when
+            for state in self._task_states.values()
+            for key, when in state.schedules.items()
+            if is_wall_clock_schedule(key)
+        ]
+        return min(due) if due else None
 
     def input_waiting(self) -> bool:
         """Whether any source partition has records past its committed offset."""

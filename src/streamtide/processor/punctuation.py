@@ -143,3 +143,8 @@ def start_time(
 def schedule_key(node: str, sequence: int, punctuation_type: PunctuationType, interval: int) -> str:
     """The stable identity under which a schedule's next time is committed."""
     return f"{node}#{sequence}:{punctuation_type.value}:{interval}"
+
+
+def is_wall_clock_schedule(key: str) -> bool:
+    """Whether a committed schedule key (``schedule_key``) names a wall-clock schedule."""
+    return key.rsplit(":", 2)[-2:-1] == [PunctuationType.WALL_CLOCK_TIME.value]

@@ -1,0 +1,138 @@
+"""An idle application launches no Spark job and uses almost no CPU; wall-clock punctuators
+still fire, each through a batch run when it is due."""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from streamtide import (
+    Consumed,
+    Processor,
+    Produced,
+    PunctuationType,
+    Record,
+    StreamsApp,
+    StreamsBuilder,
+    Topology,
+)
+from streamtide.log import open_log
+from tests.engine.scenarios import (
+    INT,
+    JSON,
+    STRING,
+    engine_config,
+    make_events,
+    session_topology,
+    write_events,
+)
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+IDLE_SECONDS = 30
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """User + system CPU seconds of ``root`` and every live descendant (Linux /proc)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry.name)
+        stats[pid] = fields
+        children.setdefault(int(fields[1]), []).append(pid)
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        if pid in stats:
+            total += (int(stats[pid][11]) + int(stats[pid][12])) / ticks
+        todo.extend(children.get(pid, []))
+    return total
+
+
+def spark_job_count(spark) -> int:
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+
+
+def wait_until_caught_up(app: StreamsApp, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while app.last_progress is None or app.input_waiting():
+        assert time.monotonic() < deadline, "the application did not catch up"
+        time.sleep(0.1)
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_idle_application_launches_no_job_and_uses_under_5_percent_of_a_core(
+    spark, log_url, tmp_path
+) -> None:
+    write_events(log_url, make_events(60, seed=3))
+    config = engine_config(log_url, str(tmp_path / "state"), commit_interval=200)
+    app = StreamsApp(session_topology(), config, spark=spark).start()
+    try:
+        wait_until_caught_up(app)
+        time.sleep(1)  # let the batch that caught up finish its bookkeeping
+        batches, jobs = len(app.history), spark_job_count(spark)
+        cpu_before, started = tree_cpu_seconds(os.getpid()), time.monotonic()
+        time.sleep(IDLE_SECONDS)
+        cpu = tree_cpu_seconds(os.getpid()) - cpu_before
+        elapsed = time.monotonic() - started
+        assert len(app.history) == batches, "an idle application ran a batch"
+        assert spark_job_count(spark) == jobs, "an idle application launched a Spark job"
+        assert cpu / elapsed < 0.05, f"idle used {cpu / elapsed:.1%} of a core"
+        write_events(log_url, make_events(5, seed=4))  # new input wakes it up
+        wait_until_caught_up(app, timeout=60)
+        assert len(app.history) > batches
+    finally:
+        app.stop()
+
+
+class EverySecond(Processor):
+    """Forwards one tick per wall-clock punctuation, stamped with the punctuation time."""
+
+    def init(self, context) -> None:
+        super().init(context)
+        context.schedule(timedelta(seconds=1), PunctuationType.WALL_CLOCK_TIME, self.tick)
+
+    def process(self, record: Record) -> None:
+        pass
+
+    def tick(self, timestamp: int) -> None:
+        self.context.forward(Record(self.context.task_id, timestamp, timestamp))
+
+
+def ticking_topology() -> Topology:
+    builder = StreamsBuilder()
+    builder.stream("events", Consumed.with_(STRING, JSON)).process(EverySecond).to(
+        "out", Produced.with_(STRING, INT)
+    )
+    return builder.build()
+
+
+def test_wall_clock_punctuators_fire_when_due_without_input(spark, log_url, tmp_path) -> None:
+    write_events(log_url, [])  # the source topic, empty
+    config = engine_config(log_url, str(tmp_path / "state"), commit_interval=5_000)
+    app = StreamsApp(ticking_topology(), config, spark=spark).start()
+    try:
+        time.sleep(8)  # far below one commit interval per tick: batches run when ticks are due
+    finally:
+        app.stop()
+    log = open_log(log_url)
+    try:
+        ticks = sorted(
+            r.timestamp for p in range(log.partitions("out")) for r in log.read("out", p)
+        )
+    finally:
+        log.close()
+    per_task = len(ticks) // 2  # two tasks, one schedule each, due at different instants
+    assert per_task >= 4, ticks  # a batch every commit interval (5 s) would give 2 at most
+    assert len(app.history) <= len(ticks) + 2  # at most a batch per due tick (and the first)
