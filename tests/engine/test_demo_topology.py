@@ -27,7 +27,8 @@ def session_table(pairs) -> dict:
     return table
 
 
-def test_demo_engine_equals_driver(spark, tmp_path) -> None:
+@pytest.mark.parametrize("one_job", [True, False], ids=["one-job-per-batch", "job-per-stage"])
+def test_demo_engine_equals_driver(spark, tmp_path, one_job) -> None:
     events = demo_app.generate_clicks(users=25, seed=11)
     url = f"file://{tmp_path / 'log'}"
     log = open_log(url)
@@ -38,6 +39,7 @@ def test_demo_engine_equals_driver(spark, tmp_path) -> None:
         state_dir=str(tmp_path / "state"),
         max_records_per_batch=90,
         cache_enabled=True,
+        stages_in_one_job=one_job,
     )
     app = StreamsApp(demo_app.build_topology(), config, spark=spark)
     progress = app.run_until_caught_up(timeout=300)
