@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> None:
         timings["warm_up_s"] = time.perf_counter() - started
         try:
             if args.profile:
-                run, text = streamtide_bench.profile_operation(
+                run, text, calls = streamtide_bench.profile_operation(
                     spark, log_url, root / "state", args.profile, w, in_process=args.in_process
                 )
                 where = "in the driver" if args.in_process else f"on {args.master}"
@@ -222,6 +222,11 @@ def main(argv: list[str] | None = None) -> None:
                     f"streamtide {args.profile} {where} under cProfile: {run.seconds:.1f} s, "
                     f"{len(run.batches)} batches, {run.input_records:,} in"
                 )
+                if args.in_process:
+                    console.print(
+                        f"{calls / max(run.input_records, 1):.1f} Python calls per input record "
+                        "(driver and work units; without --in-process only the driver's show)"
+                    )
                 print(text)
                 return
             console.print(f"[bold]streamtide[/] ({args.master})")

@@ -32,7 +32,7 @@ from streamtide.engine.app import StreamsApp
 from streamtide.engine.progress import BatchProgress
 from streamtide.state.stores import Stores
 
-STRING, INT, JSON = Serdes.string(), Serdes.int(), Serdes.json()
+STRING, INT, JSON = Serdes.string(), Serdes.long(), Serdes.json()
 OPERATIONS = ("dedup", "session-count", "punctuation")
 
 
@@ -64,7 +64,7 @@ def session_topology(w: Workload) -> Topology:
         .windowed_by(SessionWindows.with_inactivity_gap(timedelta(milliseconds=w.session_gap_ms)))
         .count(Materialized.as_("sessions"))
         .to_stream()
-        .to("session-out", Produced.with_(Serdes.windowed(STRING), INT))
+        .to("session-out", Produced.with_(Serdes.session_windowed(STRING), INT))
     )
     return builder.build()
 
@@ -190,11 +190,12 @@ def profile_operation(
     *,
     in_process: bool = False,
     top: int = 25,
-) -> tuple[EngineRun, str]:
-    """Run ``operation`` under cProfile in the driver; return the run and the top entries by
-    cumulative time. Normally the work units run in Spark's Python workers and show up as
-    the time the driver waits for its jobs; with ``in_process`` they run one after another
-    in the driver instead (no Spark job), so the profile covers the per-record work too."""
+) -> tuple[EngineRun, str, int]:
+    """Run ``operation`` under cProfile in the driver; return the run, the top entries by
+    cumulative time and the number of Python function calls profiled. Normally the work
+    units run in Spark's Python workers and show up as the time the driver waits for its
+    jobs; with ``in_process`` they run one after another in the driver instead (no Spark
+    job), so the profile covers the per-record work too."""
     import streamtide.engine.app as engine_app
 
     pinned = engine_app.run_pinned
@@ -211,4 +212,5 @@ def profile_operation(
     pstats.Stats(profiler, stream=out).sort_stats(
         os.environ.get("STREAMTIDE_PROFILE_SORT", "cumulative")
     ).print_stats(top)
-    return run, out.getvalue()
+    calls = sum(stat[1] for stat in pstats.Stats(profiler).stats.values())  # type: ignore[attr-defined]
+    return run, out.getvalue(), calls

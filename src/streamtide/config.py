@@ -27,13 +27,23 @@ class StreamsConfig:
     ``processing_guarantee="at_least_once"`` is accepted for Kafka compatibility; the engine
     currently runs the exactly-once protocol for both (a stronger guarantee).
     ``locality_wait`` is applied to the SparkSession that ``StreamsApp`` builds; set
-    ``spark.locality.wait`` yourself on a session you pass in. ``batch_processing`` runs each
+    ``spark.locality.wait`` yourself on a session you pass in. ``log_options`` go to the log
+    that ``log`` names: for ``kafka://`` logs, confluent-kafka client settings (security, SASL,
+    TLS, timeouts) passed unchanged, and ``topic.*`` configs of created topics.
+    ``batch_processing`` runs each
     task's input as a batch (bulk serdes, state read once per key and batch); False runs the
     record-at-a-time path, which gives the same results more slowly.
+    ``max_records_per_batch`` is the per-partition cap of a batch; with
+    ``adaptive_batch_size`` the engine doubles it (up to ``adaptive_batch_size_limit``) while
+    full batches finish within ``commit_interval``, and halves it (down to
+    ``max_records_per_batch``) when one takes more than twice as long (``engine.batch_size``).
+    ``metrics_port``: serve Prometheus metrics on ``http://127.0.0.1:<port>/metrics`` while
+    the application runs (0 picks a free port; see ``StreamsApp.metrics_url``).
     """
 
     application_id: str = "streamtide-app"
     log: str = "file://./streamtide-data"
+    log_options: dict[str, Any] = field(default_factory=dict)
     state_dir: str = "./streamtide-state"
     commit_interval: Duration = 1000
     max_records_per_batch: int = 100_000
@@ -48,9 +58,12 @@ class StreamsConfig:
     snapshot_interval: int = 100
     locality_wait: Duration = 30_000
     batch_processing: bool = True
+    adaptive_batch_size: bool = True
+    adaptive_batch_size_limit: int = 200_000
     auto_offset_reset: str | None = None
     invalid_timestamp_handler: str = "fail"
     fatal_exceptions: tuple[type[BaseException], ...] = ()
+    metrics_port: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.application_id, str) or not _APP_ID.match(self.application_id):
@@ -63,6 +76,7 @@ class StreamsConfig:
         )
         self.locality_wait = _positive_ms(self.locality_wait, "locality_wait", allow_zero=True)
         _require_int(self.max_records_per_batch, "max_records_per_batch", minimum=1)
+        _require_int(self.adaptive_batch_size_limit, "adaptive_batch_size_limit", minimum=1)
         _require_int(self.num_standby_replicas, "num_standby_replicas", minimum=0)
         _require_int(self.acceptable_recovery_lag, "acceptable_recovery_lag", minimum=0)
         _require_int(self.max_warmup_replicas, "max_warmup_replicas", minimum=1)
@@ -106,7 +120,17 @@ class StreamsConfig:
                 setattr(self, name, value)
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{name} must be a non-empty str or path, got {value!r}")
-        for name in ("cache_enabled", "batch_processing"):
+        if not isinstance(self.log_options, dict) or not all(
+            isinstance(k, str) for k in self.log_options
+        ):
+            raise ConfigError(
+                f"log_options must be a dict with string keys, got {self.log_options!r}"
+            )
+        if self.metrics_port is not None:
+            _require_int(self.metrics_port, "metrics_port", minimum=0)
+            if self.metrics_port > 65535:
+                raise ConfigError(f"metrics_port must be <= 65535, got {self.metrics_port}")
+        for name in ("cache_enabled", "batch_processing", "adaptive_batch_size"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be a bool, got {getattr(self, name)!r}")
 

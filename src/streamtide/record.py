@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import FrozenInstanceError, dataclass
 from typing import Any
 
 
@@ -15,23 +15,72 @@ class RecordMetadata:
     offset: int
 
 
-@dataclass(frozen=True)
 class Record:
-    """Key, value, timestamp (epoch ms) and headers; immutable, ``with_*`` make copies."""
+    """Key, value, timestamp (epoch ms) and headers; immutable, ``with_*`` make copies.
+
+    A plain class with slots rather than a frozen dataclass: every record of a batch is built
+    once or more, and this construction costs less than half as much.
+    """
+
+    __slots__ = ("headers", "key", "timestamp", "value")
 
     key: Any
     value: Any
     timestamp: int
-    headers: tuple[tuple[str, bytes], ...] = field(default=())
+    headers: tuple[tuple[str, bytes], ...]
+
+    def __init__(
+        self,
+        key: Any,
+        value: Any,
+        timestamp: int,
+        headers: tuple[tuple[str, bytes], ...] = (),
+    ) -> None:
+        _set_key(self, key)
+        _set_value(self, value)
+        _set_timestamp(self, timestamp)
+        _set_headers(self, headers)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def _fields(self) -> tuple[Any, Any, int, tuple[tuple[str, bytes], ...]]:
+        return self.key, self.value, self.timestamp, self.headers
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Record:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"Record(key={self.key!r}, value={self.value!r}, timestamp={self.timestamp!r}, "
+            f"headers={self.headers!r})"
+        )
+
+    def __reduce__(self) -> tuple[type[Record], tuple[Any, ...]]:
+        return Record, self._fields()
 
     def with_key(self, key: Any) -> Record:
-        return replace(self, key=key)
+        return Record(key, self.value, self.timestamp, self.headers)
 
     def with_value(self, value: Any) -> Record:
-        return replace(self, value=value)
+        return Record(self.key, value, self.timestamp, self.headers)
 
     def with_timestamp(self, timestamp: int) -> Record:
-        return replace(self, timestamp=timestamp)
+        return Record(self.key, self.value, timestamp, self.headers)
 
     def with_headers(self, headers: tuple[tuple[str, bytes], ...]) -> Record:
-        return replace(self, headers=tuple(headers))
+        return Record(self.key, self.value, self.timestamp, tuple(headers))
+
+
+_set_key = Record.key.__set__  # type: ignore[attr-defined]
+_set_value = Record.value.__set__  # type: ignore[attr-defined]
+_set_timestamp = Record.timestamp.__set__  # type: ignore[attr-defined]
+_set_headers = Record.headers.__set__  # type: ignore[attr-defined]

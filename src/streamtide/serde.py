@@ -1,24 +1,33 @@
-"""Serializers and deserializers between Python values and bytes.
+"""Serializers and deserializers between Python values and bytes, in Kafka's layouts.
 
-``None`` always maps to ``None`` both ways (a tombstone / absent key), as in Kafka.
+``None`` always maps to ``None`` both ways (a tombstone / absent key), as in Kafka. The
+deprecated ``int()``, ``float()`` and ``windowed()`` keep the bytes they wrote before
+(docs/serdes.md).
 """
 
 from __future__ import annotations
 
 import json
 import struct
+import uuid
+import warnings
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from streamtide.errors import SerdeError
+from streamtide.errors import ConfigError, SerdeError
+from streamtide.time import Duration, to_millis
 from streamtide.window import Window, Windowed
 
 T = TypeVar("T")
 
+_SHORT = struct.Struct(">h")
+_INT = struct.Struct(">i")
 _LONG = struct.Struct(">q")
+_FLOAT = struct.Struct(">f")
 _JSON_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 _JSON_DECODER = json.JSONDecoder()
 _DOUBLE = struct.Struct(">d")
+_MAX_LONG = (1 << 63) - 1
 
 
 class Serde(Generic[T]):
@@ -132,46 +141,78 @@ class StringSerde(Serde[str]):
         return [None if data is None else data.decode("utf-8") for data in items]
 
 
-class IntSerde(Serde[int]):
-    """8-byte big-endian signed integers, compatible with Kafka's LongSerde."""
+class _FixedSerde(Serde[T]):
+    """A number in a fixed-width big-endian layout (Kafka's numeric serdes)."""
 
-    name = "int"
+    def __init__(self, name: str, layout: struct.Struct, kind: type) -> None:
+        self.name = name
+        self._layout = layout
+        self._kind = kind
 
-    def _to_bytes(self, value: int) -> bytes:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError("expected int")
-        return _LONG.pack(value)
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # struct.Struct does not pickle; serdes travel to Spark executors.
+        return (_FixedSerde._rebuild, (self.name, self._layout.format, self._kind))
 
-    def _from_bytes(self, data: bytes) -> int:
-        if len(data) != 8:
-            raise ValueError(f"expected 8 bytes, got {len(data)}")
-        return _LONG.unpack(data)[0]
+    @staticmethod
+    def _rebuild(name: str, layout: str, kind: type) -> _FixedSerde:
+        return _FixedSerde(name, struct.Struct(layout), kind)
+
+    def _to_bytes(self, value: T) -> bytes:
+        if isinstance(value, bool) or not isinstance(value, (int, self._kind)):
+            raise TypeError(f"expected {self._kind.__name__}")
+        return self._layout.pack(self._kind(value))
+
+    def _from_bytes(self, data: bytes) -> T:
+        if len(data) != self._layout.size:
+            raise ValueError(f"expected {self._layout.size} bytes, got {len(data)}")
+        return self._layout.unpack(data)[0]
 
     def _to_bytes_many(self, values: list[Any]) -> list[bytes | None]:
-        if set(map(type, values)) - {int, type(None)}:
-            raise TypeError("expected int")
-        pack = _LONG.pack
-        return [None if value is None else pack(value) for value in values]
+        if set(map(type, values)) - {int, self._kind, type(None)}:
+            raise TypeError(f"expected {self._kind.__name__}")
+        pack, kind = self._layout.pack, self._kind
+        return [None if value is None else pack(kind(value)) for value in values]
 
     def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:
-        unpack = _LONG.unpack  # struct.error on any item that is not 8 bytes
+        unpack = self._layout.unpack  # struct.error on any item of another length
         return [None if data is None else unpack(data)[0] for data in items]
 
 
-class FloatSerde(Serde[float]):
-    """IEEE 754 doubles, big-endian (Kafka's DoubleSerde)."""
+def _integer(name: str, layout: struct.Struct) -> Serde[int]:
+    return _FixedSerde(name, layout, int)
 
-    name = "float"
 
-    def _to_bytes(self, value: float) -> bytes:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError("expected float")
-        return _DOUBLE.pack(float(value))
+def _floating(name: str, layout: struct.Struct) -> Serde[float]:
+    return _FixedSerde(name, layout, float)
 
-    def _from_bytes(self, data: bytes) -> float:
-        if len(data) != 8:
-            raise ValueError(f"expected 8 bytes, got {len(data)}")
-        return _DOUBLE.unpack(data)[0]
+
+class UUIDSerde(Serde[uuid.UUID]):
+    """A UUID as its canonical 36-character text in UTF-8 (Kafka's UUIDSerde)."""
+
+    name = "uuid"
+
+    def _to_bytes(self, value: uuid.UUID) -> bytes:
+        if not isinstance(value, uuid.UUID):
+            raise TypeError("expected uuid.UUID")
+        return str(value).encode("utf-8")
+
+    def _from_bytes(self, data: bytes) -> uuid.UUID:
+        text = bytes(data).decode("utf-8")
+        if len(text) != 36:
+            raise ValueError("expected the 36-character form of a UUID")
+        return uuid.UUID(text)
+
+
+class VoidSerde(Serde[None]):
+    """Only ``None`` (no bytes) both ways; anything else is an error (Kafka's VoidSerde)."""
+
+    name = "void"
+
+    def _to_bytes(self, value: None) -> bytes:
+        raise TypeError("the void serde writes only None")
+
+    def _from_bytes(self, data: bytes) -> None:
+        raise ValueError("the void serde reads only absent (None) data")
 
 
 class JsonSerde(Serde[Any]):
@@ -190,12 +231,82 @@ class JsonSerde(Serde[Any]):
         return [None if value is None else dumps(value).encode("utf-8") for value in values]
 
     def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:
-        loads = _JSON_DECODER.decode
-        return [None if data is None else loads(data.decode("utf-8")) for data in items]
+        # The decoder's scanner parses one value; text it does not consume entirely (white
+        # space around the value, or anything invalid) goes through the full decoder.
+        scan, decode = _JSON_DECODER.scan_once, _JSON_DECODER.decode
+        out = []
+        for data in items:
+            if data is None:
+                out.append(None)
+                continue
+            text = data.decode("utf-8")
+            try:
+                value, end = scan(text, 0)
+            except StopIteration:
+                end = -1
+            out.append(value if end == len(text) else decode(text))
+        return out
+
+
+class TimeWindowedSerde(Serde[Windowed]):
+    """A time-windowed key in Kafka's layout: the inner key's bytes, then the window start as
+    an 8-byte long. The end is not stored: it is start + ``window_size_ms`` (capped at the
+    largest long, as in Kafka)."""
+
+    name = "time_windowed"
+
+    def __init__(self, inner: Serde, window_size_ms: int) -> None:
+        self.inner = inner
+        self.window_size_ms = window_size_ms
+
+    def _to_bytes(self, value: Windowed) -> bytes:
+        if not isinstance(value, Windowed):
+            raise TypeError("expected Windowed")
+        return (self.inner.serialize(value.key) or b"") + _LONG.pack(value.window.start)
+
+    def _from_bytes(self, data: bytes) -> Windowed:
+        if len(data) < 8:
+            raise ValueError(f"a time-windowed key needs at least 8 bytes, got {len(data)}")
+        data = bytes(data)
+        start = _LONG.unpack_from(data, len(data) - 8)[0]
+        end = min(start + self.window_size_ms, _MAX_LONG)
+        return Windowed(self.inner.deserialize(data[:-8]), Window(start, end))
+
+    def __repr__(self) -> str:
+        return f"Serdes.time_windowed({self.inner!r}, {self.window_size_ms})"
+
+
+class SessionWindowedSerde(Serde[Windowed]):
+    """A session-windowed key in Kafka's layout: the inner key's bytes, then the session end
+    and start as 8-byte longs (end first)."""
+
+    name = "session_windowed"
+
+    def __init__(self, inner: Serde) -> None:
+        self.inner = inner
+
+    def _to_bytes(self, value: Windowed) -> bytes:
+        if not isinstance(value, Windowed):
+            raise TypeError("expected Windowed")
+        key = self.inner.serialize(value.key) or b""
+        return key + _LONG.pack(value.window.end) + _LONG.pack(value.window.start)
+
+    def _from_bytes(self, data: bytes) -> Windowed:
+        if len(data) < 16:
+            raise ValueError(f"a session-windowed key needs at least 16 bytes, got {len(data)}")
+        data = bytes(data)
+        end = _LONG.unpack_from(data, len(data) - 16)[0]
+        start = _LONG.unpack_from(data, len(data) - 8)[0]
+        return Windowed(self.inner.deserialize(data[:-16]), Window(start, end))
+
+    def __repr__(self) -> str:
+        return f"Serdes.session_windowed({self.inner!r})"
 
 
 class WindowedSerde(Serde[Windowed]):
-    """A windowed key: the inner key's bytes, then window start and end as 8-byte longs."""
+    """The legacy windowed layout of Streamtide 0.1: the inner key's bytes, then window start
+    and end as 8-byte longs. No Kafka tool reads it; kept to read and write data stored with
+    it (``Serdes.windowed``, deprecated)."""
 
     name = "windowed"
 
@@ -238,34 +349,111 @@ class FunctionSerde(Serde[T]):
 
 
 class Serdes:
-    """Factory of the built-in serdes."""
+    """Factory of the built-in serdes. Names and byte layouts are Kafka's (``Serdes.Integer()``
+    is ``Serdes.integer()`` here, and so on), so Kafka clients and Kafka Streams applications
+    read what Streamtide writes and the other way round. Numbers are big-endian."""
 
     @staticmethod
     def bytes() -> Serde[bytes]:
+        """Bytes unchanged (Kafka's ByteArraySerde)."""
         return BytesSerde()
 
     @staticmethod
     def string() -> Serde[str]:
+        """UTF-8 text (Kafka's StringSerde)."""
         return StringSerde()
 
     @staticmethod
-    def int() -> Serde[int]:
-        return IntSerde()
+    def short() -> Serde[int]:
+        """2-byte signed integers (Kafka's ShortSerde)."""
+        return _integer("short", _SHORT)
 
     @staticmethod
-    def float() -> Serde[float]:
-        return FloatSerde()
+    def integer() -> Serde[int]:
+        """4-byte signed integers (Kafka's IntegerSerde)."""
+        return _integer("integer", _INT)
+
+    @staticmethod
+    def long() -> Serde[int]:
+        """8-byte signed integers (Kafka's LongSerde)."""
+        return _integer("long", _LONG)
+
+    @staticmethod
+    def float32() -> Serde[float]:
+        """4-byte IEEE 754 floats (Kafka's FloatSerde). Python floats are doubles, so
+        values are rounded to single precision; signalling NaNs come back quiet."""
+        return _floating("float32", _FLOAT)
+
+    @staticmethod
+    def double() -> Serde[float]:
+        """8-byte IEEE 754 doubles (Kafka's DoubleSerde)."""
+        return _floating("double", _DOUBLE)
+
+    @staticmethod
+    def uuid() -> Serde[uuid.UUID]:
+        """``uuid.UUID`` as its 36-character text (Kafka's UUIDSerde)."""
+        return UUIDSerde()
+
+    @staticmethod
+    def void() -> Serde[None]:
+        """Only None (Kafka's VoidSerde), e.g. for keys of keyless topics."""
+        return VoidSerde()
 
     @staticmethod
     def json() -> Serde[Any]:
+        """UTF-8 JSON with sorted keys."""
         return JsonSerde()
 
     @staticmethod
+    def time_windowed(inner: Serde, window_size: Duration) -> Serde[Windowed]:
+        """Keys of time windows: inner key + start (Kafka's TimeWindowedSerde); the window
+        size gives the end back on reading."""
+        size = to_millis(window_size, "window_size")
+        if size <= 0:
+            raise ConfigError(f"window_size must be positive, got {size} ms")
+        return TimeWindowedSerde(inner, size)
+
+    @staticmethod
+    def session_windowed(inner: Serde) -> Serde[Windowed]:
+        """Keys of session windows: inner key + end + start (Kafka's SessionWindowedSerde)."""
+        return SessionWindowedSerde(inner)
+
+    @staticmethod
+    def int() -> Serde[int]:
+        """Deprecated: 8-byte integers, the same bytes as ``long()`` (Kafka's
+        ``Integer`` is ``integer()``, 4 bytes)."""
+        _deprecated("int", "use Serdes.long() for the same 8 bytes, or Serdes.integer() for 4")
+        return _integer("int", _LONG)
+
+    @staticmethod
+    def float() -> Serde[float]:
+        """Deprecated: 8-byte doubles, the same bytes as ``double()``. A later release gives
+        ``float()`` Kafka's 4-byte layout (today ``float32()``)."""
+        _deprecated(
+            "float",
+            "use Serdes.double() for the same 8 bytes, or Serdes.float32() for Kafka's 4-byte "
+            "Float; a later release gives float() the 4-byte layout",
+        )
+        return _floating("float", _DOUBLE)
+
+    @staticmethod
     def windowed(inner: Serde) -> Serde[Windowed]:
+        """Deprecated: the legacy key + start + end layout, which no Kafka tool reads; kept
+        for data stored with it."""
+        _deprecated(
+            "windowed",
+            "use Serdes.time_windowed(inner, size) or Serdes.session_windowed(inner) for "
+            "Kafka's layouts; windowed() stays for data already written with it",
+        )
         return WindowedSerde(inner)
 
     @staticmethod
     def from_functions(
         to_bytes: Callable[[Any], bytes], from_bytes: Callable[[bytes], Any], name: str = "custom"
     ) -> Serde[Any]:
+        """A serde from two functions, for user types."""
         return FunctionSerde(to_bytes, from_bytes, name)
+
+
+def _deprecated(name: str, advice: str) -> None:
+    warnings.warn(f"Serdes.{name}() is deprecated: {advice}", DeprecationWarning, stacklevel=3)

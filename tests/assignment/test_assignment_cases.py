@@ -1,4 +1,4 @@
-"""The acceptance cases of SEMANTICS.md section 7 (K1-K5, L1-L3, F1-F3), plus close variants."""
+"""The assignor's acceptance cases (K1-K5, L1-L3, F1-F3), plus close variants."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Random clusters and histories: every guarantee of SEMANTICS.md section 7 after every round.
+"""Random clusters and histories: every guarantee of the assignor (docs/assignment.md)
+after every round.
 
 A small model of the engine around the assignor. Each round the live clients report what they
 hold (running actives; every other task with local state as a standby, with its lag), the

@@ -1,4 +1,4 @@
-"""SEMANTICS.md section 3: the acceptance cases D1-D11 for every deduplication operator."""
+"""The deduplication acceptance cases D1-D11 for every deduplication operator."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ Two models, each checked on every emitted change and on the final store contents
   input; a record's emission is a tombstone for every session of the previous prefix that is
   gone, then the session containing the record;
 - merge by scan (short retention, so segments and expiry take part): a plain list of sessions
-  that applies SEMANTICS.md section 5 rule by rule.
+  that applies the session window rules (docs/windows.md) rule by rule.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def test_matches_sessions_recomputed_from_scratch(records, gap):
 
 
 class ScanModel:
-    """A list of stored sessions, applying SEMANTICS.md section 5 to each record."""
+    """A list of stored sessions, applying the session window rules to each record."""
 
     def __init__(self, gap: int, retention: int) -> None:
         self.gap, self.retention = gap, retention

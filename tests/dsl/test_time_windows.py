@@ -1,4 +1,4 @@
-"""Time-windowed aggregation (SEMANTICS.md section 4b), through the TopologyTestDriver."""
+"""Time-windowed aggregation, through the TopologyTestDriver."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Windowed ``distinct()`` (SEMANTICS.md section 4), through the TopologyTestDriver."""
+"""Windowed ``distinct()``, through the TopologyTestDriver."""
 
 from __future__ import annotations
 

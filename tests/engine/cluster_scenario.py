@@ -11,6 +11,7 @@ Prints one JSON line with what it saw; ``test_cluster.py`` asserts on it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -157,6 +158,23 @@ def main(workdir: str) -> None:
     app.run_until_caught_up(timeout=600)
     result["equal_scale_out"] = engine_outputs(log_url, "session") == expected_outputs(
         "session", events + more
+    )
+    # metrics against the batches' own records: moves between consecutive owners, restores
+    batches = list(app.history)
+    metrics = app.metrics()
+    result.update(
+        moves_seen=sum(
+            1
+            for before, now in itertools.pairwise(batches)
+            for task, owner in now.owners.items()
+            if before.owners.get(task) not in (None, owner)
+        ),
+        moves_metric=metrics["streamtide_task_moves_total"],
+        restored_seen=sum(b.restored_records for b in batches),
+        restored_metric=metrics['streamtide_state_restored_records_total{store="sessions"}'],
+        standby_lag_tasks=sorted(
+            k for k in metrics if k.startswith("streamtide_standby_lag_records{")
+        ),
     )
     print("RESULT " + json.dumps(result), flush=True)
     spark.stop()

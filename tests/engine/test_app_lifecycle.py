@@ -72,31 +72,83 @@ def test_run_and_status_commands(spark, log_url, tmp_path, monkeypatch) -> None:
         "def topology():\n    return session_topology()\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
+    settings = tmp_path / "app.toml"
+    settings.write_text(
+        f'application_id = "cli-app"\nlog = "{log_url}"\nstate_dir = "{tmp_path / "state"}"\n'
+        'max_records_per_batch = 1000\ndefault_key_serde = "string"\n'
+    )
     runner = CliRunner()
     result = runner.invoke(
         main,
         [
             "run",
             "user_topology:topology",
-            "--application-id",
-            "cli-app",
-            "--log",
-            log_url,
-            "--state-dir",
-            str(tmp_path / "state"),
+            "--config",
+            str(settings),
+            "--max-records-per-batch",  # the flag wins over the file
+            "20",
+            "--no-adaptive-batch-size",  # keep the cap at 20
             "--until-caught-up",
+            "--no-progress",
         ],
     )
     assert result.exit_code == 0, result.output
-    assert "batch 0:" in result.output
+    batches = [line for line in result.output.splitlines() if line.startswith("batch ")]
+    # at most 20 per partition and batch (with the file's 1000, one batch would take all 80)
+    assert len(batches) >= 2
+    assert all(int(line.split()[2]) <= 40 for line in batches)
     assert spark.sparkContext._jsc is not None  # the shared session survived
     status = runner.invoke(main, ["status", "--application-id", "cli-app", "--log", log_url])
     assert status.exit_code == 0, status.output
     assert "0_0" in status.output and "0_1" in status.output
-    info = read_status(engine_config(log_url, str(tmp_path), app="cli-app"))
-    assert info["last_batch"] >= 0 and info["batches"]
+    assert "caught-up" in status.output and "Z" in status.output  # ISO times
+    as_json = runner.invoke(
+        main,
+        ["status", "--application-id", "cli-app", "--log", log_url, "--history", "2", "--json"],
+    )
+    assert as_json.exit_code == 0, as_json.output
+    info = __import__("json").loads(as_json.stdout)
+    assert [b["batch"] for b in info["batches"]] == [info["last_batch"] - 1, info["last_batch"]]
+    assert info["committed_at_iso"].endswith("Z")
+    assert {(p["topic"], p["partition"], p["lag"]) for p in info["partitions"]} == {
+        ("events", 0, 0),
+        ("events", 1, 0),
+    }
+    assert sum(p["committed"] for p in info["partitions"]) == len(events)
+    write_events(log_url, events[:5])  # lag is current: it shows input that arrived since
+    info = read_status(engine_config(log_url, str(tmp_path), app="cli-app"), history=50)
+    assert sum(p["lag"] for p in info["partitions"]) == 5
+    assert len(info["batches"]) == info["last_batch"] + 1
+    assert sum(b["input_records"] for b in info["batches"]) == len(events)
     log = open_log(log_url)
     assert sum(log.end_offset("out", p) for p in range(2)) > 0
+
+
+def test_the_running_batch_is_visible_while_it_runs(spark, log_url, tmp_path) -> None:
+    events = make_events(200, seed=3)
+    write_events(log_url, events)
+    config = engine_config(log_url, str(tmp_path / "state"), max_records_per_batch=10_000)
+    app = StreamsApp(session_topology(), config, spark=spark)
+    seen = []
+    watching = __import__("threading").Event()
+
+    def watch() -> None:
+        while not watching.is_set():
+            running = app.running
+            if running is not None:
+                seen.append((running.batch, running.planned_records, running.stages_done))
+            time.sleep(0.005)
+
+    thread = __import__("threading").Thread(target=watch)
+    thread.start()
+    try:
+        app.run_until_caught_up(timeout=120)
+    finally:
+        watching.set()
+        thread.join()
+        app.stop()
+    assert app.running is None
+    assert (0, len(events), 0) in seen  # planned before the stage committed
 
 
 def test_run_reports_a_bad_target_clearly(tmp_path) -> None:

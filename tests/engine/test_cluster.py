@@ -48,3 +48,6 @@ def test_tasks_run_where_assigned_fail_over_to_standbys_and_scale_out_cooperativ
     assert result["placement_scale_out"]
     assert all(n < result["changelog_records"] for n in result["restored_on_move"].values())
     assert result["equal_scale_out"]
+    assert result["moves_metric"] == result["moves_seen"] >= 2  # the failover and the scale-out
+    assert result["restored_metric"] == result["restored_seen"] > 0
+    assert result["standby_lag_tasks"]  # standbys reported their lag

@@ -13,7 +13,7 @@ from streamtide.log import open_log
 from streamtide.testing import TopologyTestDriver
 
 pytestmark = pytest.mark.spark
-WINDOWED = Serdes.windowed(Serdes.string())
+WINDOWED = Serdes.session_windowed(Serdes.string())  # what the demo writes
 
 
 def session_table(pairs) -> dict:

@@ -1,13 +1,14 @@
-"""Fixtures for the log tests."""
+"""Fixtures for the log tests: the file log, and every log kind for the contract tests."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from streamtide.log import FileLog
+from streamtide.log import FileLog, Log, open_log
+from tests.kafka_broker import KAFKA_TEST_OPTIONS
 
 
 @pytest.fixture
@@ -15,3 +16,28 @@ def log(tmp_path: Path) -> Iterator[FileLog]:
     handle = FileLog(str(tmp_path / "data"))
     yield handle
     handle.close()
+
+
+@pytest.fixture(params=["file", pytest.param("kafka", marks=pytest.mark.kafka)])
+def open_any(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Log]]:
+    """Opens handles on one empty log of each kind (file, then Kafka on the test broker);
+    every handle is closed after the test."""
+    if request.param == "kafka":
+        url, options = request.getfixturevalue("kafka_url"), KAFKA_TEST_OPTIONS
+    else:
+        url, options = f"file://{tmp_path / 'data'}", {}
+    handles: list[Log] = []
+
+    def open_() -> Log:
+        handles.append(open_log(url, **options))
+        return handles[-1]
+
+    yield open_
+    for handle in handles:
+        handle.close()
+
+
+@pytest.fixture
+def any_log(open_any: Callable[[], Log]) -> Log:
+    """One handle on an empty log of each kind."""
+    return open_any()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from streamtide.log import DEFAULT_LOG_URL, FileLog, LogError, log_path, open_log
+from streamtide.log import DEFAULT_LOG_URL, FileLog, KafkaLog, LogError, log_path, open_log
 
 
 def test_file_urls_and_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -44,9 +44,25 @@ def test_options_are_passed_on(tmp_path: Path) -> None:
         open_log(str(tmp_path), checkpoint_every=0)
 
 
-def test_kafka_is_not_available() -> None:
-    with pytest.raises(LogError, match="Kafka support is not available in this release"):
-        open_log("kafka://127.0.0.1:9092")
+def test_kafka_urls_open_the_kafka_log_without_connecting() -> None:
+    log = open_log("kafka://127.0.0.1:9092,broker-2:9093/", **{"security.protocol": "SSL"})
+    assert isinstance(log, KafkaLog)
+    assert log.url == "kafka://127.0.0.1:9092,broker-2:9093"
+    assert log.options == {"security.protocol": "SSL"}
+    assert open_log(log.url).url == log.url
+
+
+@pytest.mark.parametrize(
+    "url", ["kafka://", "kafka://host", "kafka://h:0", "kafka://h:x,", "kafka://:9"]
+)
+def test_bad_kafka_urls(url: str) -> None:
+    with pytest.raises(LogError, match="host:port"):
+        open_log(url)
+
+
+def test_kafka_urls_have_no_local_directory() -> None:
+    with pytest.raises(LogError, match="no local directory"):
+        log_path("kafka://127.0.0.1:9092")
 
 
 @pytest.mark.parametrize("url", ["s3://bucket/x", "http://x", "file://"])

@@ -1,4 +1,4 @@
-"""SEMANTICS.md section 2: punctuation schedules, cases P1 to P6 with their exact numbers."""
+"""Punctuation schedules, cases P1 to P6 with their exact numbers."""
 
 from __future__ import annotations
 

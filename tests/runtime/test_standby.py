@@ -1,4 +1,4 @@
-"""StandbyTask (SEMANTICS 6): the offset limit, catching up, and handing over to an active."""
+"""StandbyTask: the offset limit, catching up, and handing over to an active."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SEMANTICS.md section 1: processing order, stream time, metadata, and failures of a task."""
+"""A task's processing order, stream time, metadata, and failures of a task."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The sticky, cooperative task assignor (SEMANTICS.md section 7).
+"""The sticky, cooperative task assignor (docs/assignment.md).
 
 ``assign`` runs in three passes, each walking tasks in TaskId order:
 

@@ -18,7 +18,8 @@ COMMANDS: dict[str, str] = {
     "produce": "streamtide.cli.produce:produce",
     "consume": "streamtide.cli.consume:consume",
     "run": "streamtide.cli.run:run",
-    "status": "streamtide.cli.run:status",
+    "status": "streamtide.cli.status:status",
+    "describe": "streamtide.cli.describe:describe",
     "demo": "streamtide.cli.demo:demo",
 }
 

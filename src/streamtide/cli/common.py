@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from streamtide.errors import StreamtideError
-from streamtide.log import DEFAULT_LOG_URL, Log, open_log
+from streamtide.log import DEFAULT_LOG_URL, Log, LogError, is_kafka_url, open_log
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,8 +24,14 @@ log_option = click.option(
     default=DEFAULT_LOG_URL,
     show_default=True,
     metavar="URL",
-    help="Log to use: file:///path or a directory (env: STREAMTIDE_LOG).",
+    help="Log to use: file:///path, a directory, or kafka://host:port[,host:port] "
+    "(env: STREAMTIDE_LOG; Kafka client settings: a key=value file named by "
+    "STREAMTIDE_LOG_CONFIG).",
 )
+
+#: Names a file of Kafka client settings (``key=value`` lines, ``#`` comments, as in Kafka's
+#: ``client.properties``) used with ``kafka://`` logs: security, SASL, TLS, ``topic.*``.
+LOG_CONFIG_ENV = "STREAMTIDE_LOG_CONFIG"
 
 #: ``--progress/--no-progress``: default is a bar only when stderr is a terminal.
 progress_option = click.option(
@@ -48,10 +54,33 @@ def reports_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def log_options(url: str) -> dict[str, str]:
+    """Client settings for ``url``: for a ``kafka://`` log, those of the file named by
+    $STREAMTIDE_LOG_CONFIG (if set); none for the file log."""
+    path = os.environ.get(LOG_CONFIG_ENV)
+    if not path or not is_kafka_url(url):
+        return {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        raise LogError(f"cannot read {LOG_CONFIG_ENV} file {path}: {e}") from None
+    options: dict[str, str] = {}
+    for number, line in enumerate(lines, start=1):
+        text = line.strip()
+        if not text or text.startswith(("#", "!")):
+            continue
+        key, sep, value = text.partition("=")
+        if not sep or not key.strip():
+            raise LogError(f"{path} line {number}: expected key=value, got {text!r}")
+        options[key.strip()] = value.strip()
+    return options
+
+
 @contextmanager
 def opened_log(url: str) -> Iterator[Log]:
-    """The log at ``url``, closed on exit."""
-    log = open_log(url)
+    """The log at ``url`` (with its client settings), closed on exit."""
+    log = open_log(url, **log_options(url))
     try:
         yield log
     finally:

@@ -16,6 +16,7 @@ from streamtide.cli.common import (
     reports_errors,
     want_progress,
 )
+from streamtide.cli.formats import FormatError
 from streamtide.cli.jsonlines import FORMATS, format_record
 from streamtide.log import Log, OffsetOutOfRangeError
 
@@ -62,14 +63,22 @@ _CHUNK = 10_000
     type=click.Choice(FORMATS),
     default="text",
     show_default=True,
-    help="How keys are printed: text (UTF-8), json (parsed), base64 or hex.",
+    help="How keys are printed: string/text (UTF-8), long (8 bytes), int (4 bytes), double, "
+    "json (parsed), bytes/hex, base64, windowed-string or windowed-long (key@[start,end)).",
 )
 @click.option(
     "--value-format",
     type=click.Choice(FORMATS),
     default="text",
     show_default=True,
-    help="How values are printed.",
+    help="How values are printed (the same formats as --key-format).",
+)
+@click.option(
+    "--timestamps",
+    type=click.Choice(["ms", "iso"]),
+    default="ms",
+    show_default=True,
+    help="Record timestamps as epoch milliseconds or ISO-8601 UTC times.",
 )
 @log_option
 @progress_option
@@ -84,10 +93,14 @@ def consume(
     timeout: float | None,
     key_format: str,
     value_format: str,
+    timestamps: str,
     log_url: str,
     progress: bool | None,
 ) -> None:
-    """Print records of TOPIC as JSON lines with partition, offset, timestamp, key, value."""
+    """Print records of TOPIC as JSON lines with partition, offset, timestamp, key, value.
+
+    Keys and values are decoded with --key-format/--value-format, e.g. a windowed count:
+    --key-format windowed-string --value-format long."""
     if offset is not None and from_beginning:
         raise click.UsageError("--offset and --from-beginning exclude each other")
     with opened_log(log_url) as log:
@@ -108,7 +121,9 @@ def consume(
             with progress_bar(enabled, f"consuming {topic}", total) as advance:
                 while True:
                     for p in chosen:
-                        n = _drain(log, topic, p, positions, budget, key_format, value_format)
+                        n = _drain(
+                            log, topic, p, positions, budget, (key_format, value_format, timestamps)
+                        )
                         advance(n)
                         printed += n
                         budget = None if budget is None else budget - n
@@ -150,8 +165,7 @@ def _drain(
     partition: int,
     positions: dict[int, int],
     budget: int | None,
-    key_format: str,
-    value_format: str,
+    layout: tuple[str, str, str],
 ) -> int:
     """Print the records from the partition's position to its end (within the budget)."""
     printed = 0
@@ -160,9 +174,13 @@ def _drain(
         records = list(log.read(topic, partition, positions[partition], max_records=limit))
         if not records:
             break
-        click.echo(
-            "\n".join(format_record(r, partition, key_format, value_format) for r in records)
-        )
+        try:
+            lines = [format_record(r, partition, *layout) for r in records]
+        except FormatError as e:
+            raise click.ClickException(
+                f"{e}; pick another --key-format/--value-format (bytes prints any record)"
+            ) from None
+        click.echo("\n".join(lines))
         positions[partition] = records[-1].offset + 1  # type: ignore[operator]
         printed += len(records)
     return printed

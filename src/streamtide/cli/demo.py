@@ -95,7 +95,7 @@ def _show(console, log, progress, elapsed: float, events: int, distinct: int) ->
         )
     console.print(batches)
 
-    key_serde, count_serde = Serdes.windowed(Serdes.string()), Serdes.int()
+    key_serde, count_serde = Serdes.session_windowed(Serdes.string()), Serdes.long()
     sessions: dict[tuple, int | None] = {}
     for partition in range(log.partitions(demo_app.SESSIONS)):
         for record in log.read(demo_app.SESSIONS, partition):
@@ -121,7 +121,7 @@ def _show(console, log, progress, elapsed: float, events: int, distinct: int) ->
     minutes: dict[int, Counter] = defaultdict(Counter)
     for partition in range(log.partitions(demo_app.SUMMARY)):
         for record in log.read(demo_app.SUMMARY, partition):
-            minutes[Serdes.int().deserialize(record.key)].update(
+            minutes[Serdes.long().deserialize(record.key)].update(
                 Serdes.json().deserialize(record.value)
             )
     summary = Table(title="clicks per page per minute of stream time (first 10 minutes)")

@@ -91,7 +91,7 @@ def build_topology() -> Topology:
     builder = StreamsBuilder()
     builder.add_state_store(
         Stores.key_value_store_builder(
-            Stores.persistent_key_value_store("page-counts"), Serdes.string(), Serdes.int()
+            Stores.persistent_key_value_store("page-counts"), Serdes.string(), Serdes.long()
         )
     )
     unique = builder.stream(CLICKS, Consumed.with_(Serdes.string(), Serdes.json())).deduplicate(
@@ -104,9 +104,9 @@ def build_topology() -> Topology:
         .windowed_by(SessionWindows.with_inactivity_gap(timedelta(minutes=5)))
         .count(Materialized.as_("sessions"))
         .to_stream()
-        .to(SESSIONS, Produced.with_(Serdes.windowed(Serdes.string()), Serdes.int()))
+        .to(SESSIONS, Produced.with_(Serdes.session_windowed(Serdes.string()), Serdes.long()))
     )
     unique.process(MinuteSummary, "page-counts", named="minute-summary").to(
-        SUMMARY, Produced.with_(Serdes.int(), Serdes.json())
+        SUMMARY, Produced.with_(Serdes.long(), Serdes.json())
     )
     return builder.build()

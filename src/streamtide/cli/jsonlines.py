@@ -1,22 +1,24 @@
 """Records as JSON lines: parsing ``produce`` input and formatting ``consume`` output.
 
-Input lines are objects with ``key``, ``value``, ``timestamp`` (epoch ms, default now) and
-optionally ``partition`` and ``headers`` (an object of strings). A JSON string is stored as its
-UTF-8 bytes, null as no bytes, and any other JSON value as its compact JSON text.
+Input lines are objects with ``key``, ``value``, ``timestamp`` (epoch ms or ISO-8601, default
+now) and optionally ``partition`` and ``headers`` (an object of strings). Keys and values are
+written in a format of ``cli.formats``; the default, ``text``, stores a JSON string as its UTF-8
+bytes and any other JSON value as its compact JSON text. null is always no bytes.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from streamtide.cli import formats
+from streamtide.cli.formats import FormatError, iso
 from streamtide.log import LogRecord
 
 _INPUT_FIELDS = frozenset({"key", "value", "timestamp", "partition", "headers"})
-FORMATS = ("text", "json", "base64", "hex")
+FORMATS = formats.FORMAT_NAMES
 
 
 class LineError(ValueError):
@@ -38,7 +40,7 @@ def to_bytes(value: Any) -> bytes | None:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def parse_line(line: str) -> ParsedLine:
+def parse_line(line: str, key_format: str = "text", value_format: str = "text") -> ParsedLine:
     """One input line as a record (and its explicit partition, if any); LineError if bad."""
     try:
         obj = json.loads(line)
@@ -52,6 +54,13 @@ def parse_line(line: str) -> ParsedLine:
     timestamp = obj.get("timestamp")
     if timestamp is None:
         timestamp = time.time_ns() // 1_000_000
+    elif isinstance(timestamp, str) and not timestamp.strip().lstrip("-").isdigit():
+        try:
+            timestamp = formats.parse_time(timestamp)
+        except FormatError:
+            raise LineError(
+                f"timestamp must be an integer (epoch ms) or an ISO-8601 time, got {timestamp!r}"
+            ) from None
     elif isinstance(timestamp, bool) or not isinstance(timestamp, int):
         raise LineError(f"timestamp must be an integer (epoch ms), got {timestamp!r}")
     partition = obj.get("partition")
@@ -62,9 +71,17 @@ def parse_line(line: str) -> ParsedLine:
         isinstance(v, str) or v is None for v in headers.values()
     ):
         raise LineError("headers must be an object whose values are strings")
+    try:
+        key = formats.parse(obj.get("key"), key_format)
+    except FormatError as e:
+        raise LineError(f"key: {e}") from None
+    try:
+        value = formats.parse(obj.get("value"), value_format)
+    except FormatError as e:
+        raise LineError(f"value: {e}") from None
     record = LogRecord(
-        key=to_bytes(obj.get("key")),
-        value=to_bytes(obj.get("value")),
+        key=key,
+        value=value,
         timestamp=timestamp,
         headers=tuple((k, to_bytes(v)) for k, v in headers.items()),  # type: ignore[misc]
     )
@@ -72,30 +89,32 @@ def parse_line(line: str) -> ParsedLine:
 
 
 def render(data: bytes | None, fmt: str) -> Any:
-    """Stored bytes as a JSON value in the given format (text, json, base64 or hex)."""
-    if data is None:
-        return None
-    if fmt == "base64":
-        return base64.b64encode(data).decode("ascii")
-    if fmt == "hex":
-        return data.hex()
-    text = data.decode("utf-8", errors="backslashreplace")
-    if fmt == "json":
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
-    return text
+    """Stored bytes as a JSON value in the given format (see ``cli.formats``)."""
+    return formats.render(data, fmt)
 
 
-def format_record(record: LogRecord, partition: int, key_format: str, value_format: str) -> str:
-    """One output line: partition, offset, timestamp, key, value (and headers if any)."""
+def format_record(
+    record: LogRecord,
+    partition: int,
+    key_format: str,
+    value_format: str,
+    timestamps: str = "ms",
+) -> str:
+    """One output line: partition, offset, timestamp (epoch ms, or ISO-8601 with
+    ``timestamps="iso"``), key, value (and headers if any). FormatError names the record."""
+    try:
+        key = render(record.key, key_format)
+        value = render(record.value, value_format)
+    except FormatError as e:
+        raise FormatError(
+            f"the record at partition {partition}, offset {record.offset}: {e}"
+        ) from None
     out: dict[str, Any] = {
         "partition": partition,
         "offset": record.offset,
-        "timestamp": record.timestamp,
-        "key": render(record.key, key_format),
-        "value": render(record.value, value_format),
+        "timestamp": iso(record.timestamp) if timestamps == "iso" else record.timestamp,
+        "key": key,
+        "value": value,
     }
     if record.headers:
         out["headers"] = {k: render(v, "text") for k, v in record.headers}

@@ -16,7 +16,7 @@ from streamtide.cli.common import (
     reports_errors,
     want_progress,
 )
-from streamtide.cli.jsonlines import LineError, parse_line
+from streamtide.cli.jsonlines import FORMATS, LineError, parse_line
 from streamtide.log import Log, LogRecord, partition_for_key
 
 
@@ -81,6 +81,21 @@ class _Batcher:
     "round-robin for keyless records).",
 )
 @click.option(
+    "--key-format",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="How keys are written: text (strings as UTF-8, other JSON as JSON text), string, "
+    "long, int, double, json, bytes/hex, base64, windowed-string, windowed-long.",
+)
+@click.option(
+    "--value-format",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="How values are written (the same formats as --key-format).",
+)
+@click.option(
     "--batch-size",
     type=click.IntRange(min=1),
     default=10_000,
@@ -94,6 +109,8 @@ def produce(
     topic: str,
     source: BinaryIO,
     partition: int | None,
+    key_format: str,
+    value_format: str,
     batch_size: int,
     log_url: str,
     progress: bool | None,
@@ -101,8 +118,10 @@ def produce(
     """Append records to TOPIC from JSON lines such as
     {"key": "alice", "value": {"page": "/"}, "timestamp": 1000}.
 
-    Strings are stored as UTF-8, other JSON values as JSON text, null as no bytes. A line may
-    also carry "partition" and "headers". On a bad line every earlier line has been written
+    By default strings are stored as UTF-8, other JSON values as JSON text, null as no bytes;
+    --key-format/--value-format pick another layout (e.g. --value-format long writes 8-byte
+    longs). "timestamp" is epoch ms or ISO-8601. A line may also carry "partition" and
+    "headers". On a bad line every earlier line has been written
     and nothing from the bad line on; the error names the line.
     """
     total = _size_of(source)
@@ -122,7 +141,7 @@ def produce(
                     line = raw.decode("utf-8").strip()
                     if not line:
                         continue
-                    parsed = parse_line(line)
+                    parsed = parse_line(line, key_format, value_format)
                     target = parsed.partition if parsed.partition is not None else partition
                     batcher.add(parsed.record, batcher.choose(parsed.record.key, target))
                 except (LineError, UnicodeDecodeError) as e:

@@ -1,4 +1,4 @@
-"""``streamtide run`` and ``streamtide status``: run an application, show its state."""
+"""``streamtide run``: run an application's topology on Spark."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from typing import Any
 
 import click
 
-from streamtide.cli.common import log_option, reports_errors
-from streamtide.config import StreamsConfig
+from streamtide.cli.common import reports_errors, want_progress
+from streamtide.cli.live import live_progress
+from streamtide.cli.settings import build_config, config_options
 from streamtide.errors import ConfigError
 from streamtide.processor.topology import Topology
 
@@ -43,81 +44,53 @@ def load_topology(target: str) -> Topology:
 
 @click.command()
 @click.argument("target")
-@click.option("--application-id", required=True, help="Names the application's state.")
-@log_option
-@click.option("--state-dir", default="./streamtide-state", show_default=True)
-@click.option("--master", default="local[2]", show_default=True, help="Spark master URL.")
-@click.option("--standbys", "num_standby_replicas", default=0, show_default=True, type=int)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="TOML file with StreamsConfig settings (flags override it).",
+)
+@click.option("--master", default=None, help="Spark master URL (default local[2]).")
 @click.option("--until-caught-up", is_flag=True, help="Exit once no input is waiting.")
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show a live line while a batch runs (default: only when stderr is a terminal).",
+)
+@config_options
 @reports_errors
 def run(
     target: str,
-    application_id: str,
-    log_url: str,
-    state_dir: str,
-    master: str,
-    num_standby_replicas: int,
+    config_file: str | None,
+    master: str | None,
     until_caught_up: bool,
+    progress: bool | None,
+    **settings: Any,
 ) -> None:
-    """Run the topology TARGET (module:attribute) on Spark until interrupted."""
+    """Run the topology TARGET (module:attribute) on Spark until interrupted.
+
+    Settings come from --config FILE (TOML, keys named like StreamsConfig's fields, plus
+    master) and from the flags below, which override the file.
+    """
     from streamtide.engine.app import StreamsApp
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    config, run_settings = build_config(config_file, {"master": master, **settings})
     topology = load_topology(target)
-    config = StreamsConfig(
-        application_id=application_id,
-        log=log_url,
-        state_dir=state_dir,
-        num_standby_replicas=num_standby_replicas,
-    )
-    app = StreamsApp(topology, config, master=master)
+    app = StreamsApp(topology, config, master=run_settings["master"])
+    if config.metrics_port:
+        click.echo(f"metrics: http://127.0.0.1:{config.metrics_port}/metrics", err=True)
     try:
-        if until_caught_up:
-            for progress in app.run_until_caught_up():
-                click.echo(progress.summary())
-            return
-        app.start()
-        while app.await_termination(timeout=1.0) is False:
-            time.sleep(0)
+        with live_progress(app, want_progress(progress)):
+            if until_caught_up:
+                for done in app.run_until_caught_up():
+                    click.echo(done.summary())
+                return
+            app.start()
+            while app.await_termination(timeout=1.0) is False:
+                time.sleep(0)
     except KeyboardInterrupt:
         click.echo("stopping ...", err=True)
     finally:
         app.stop()
-
-
-@click.command()
-@click.option("--application-id", required=True)
-@log_option
-@reports_errors
-def status(application_id: str, log_url: str) -> None:
-    """Show tasks, owners, lags and the latest batches of an application."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from streamtide.engine.app import read_status
-
-    info = read_status(StreamsConfig(application_id=application_id, log=log_url))
-    console = Console()
-    if not info.get("batches"):
-        console.print(f"application {application_id!r} has not committed a batch yet")
-        return
-    tasks = Table(title=f"{application_id}: tasks after batch {info['last_batch']}")
-    for column in ("task", "owner", "standbys", "lag", "stream time"):
-        tasks.add_column(column)
-    standbys = info.get("standbys", {})
-    for task, row in info["tasks"].items():
-        holders = ", ".join(c for c, held in standbys.items() if task in held) or "-"
-        tasks.add_row(task, str(row["owner"]), holders, str(row["lag"]), str(row["stream_time"]))
-    console.print(tasks)
-    batches = Table(title="latest batches")
-    for column in ("batch", "in", "out", "ms", "restored"):
-        batches.add_column(column, justify="right")
-    for b in info["batches"]:
-        batches.add_row(
-            str(b.get("batch")),
-            str(b.get("input_records")),
-            str(b.get("output_records")),
-            f"{b.get('duration_ms', 0):.0f}",
-            str(b.get("restored_records")),
-        )
-    console.print(batches)

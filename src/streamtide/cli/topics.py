@@ -20,12 +20,27 @@ def topics() -> None:
 @click.option(
     "--if-not-exists", is_flag=True, help="Succeed if it exists with this many partitions."
 )
+@click.option(
+    "--config",
+    "configs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A topic config, e.g. cleanup.policy=compact (Kafka logs; repeatable).",
+)
 @log_option
 @reports_errors
-def create(name: str, partitions: int, if_not_exists: bool, log_url: str) -> None:
+def create(
+    name: str, partitions: int, if_not_exists: bool, configs: tuple[str, ...], log_url: str
+) -> None:
     """Create topic NAME."""
+    settings = {}
+    for item in configs:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--config")
+        settings[key] = value
     with opened_log(log_url) as log:
-        log.create_topic(name, partitions, exist_ok=if_not_exists)
+        log.create_topic(name, partitions, exist_ok=if_not_exists, configs=settings)
     click.echo(f"created topic {name} with {partitions} partition(s)")
 
 

@@ -23,16 +23,22 @@ class EmitCache:
     Caching is on when the task runs with the cache enabled (the engine's default; off in the
     test driver) and the operator's ``Materialized`` did not disable it. Flushed updates are
     emitted in the order their keys were last updated.
+
+    An update marked ``created`` introduces a key that no earlier flush emitted (a new session
+    window); if a tombstone for that key follows before the next flush, both vanish: a key
+    that was never emitted needs no tombstone (Kafka's caching session store likewise forwards
+    nothing when the new and the last flushed value are both null).
     """
 
     def __init__(self, context: ProcessorContext, caching_allowed: bool = True) -> None:
         self.context = context
         self.enabled = caching_allowed and bool(getattr(context, "cache_enabled", False))
         self._pending: dict[Hashable, Record] = {}
+        self._created: set[Hashable] = set()
         if self.enabled:
             context.register_flush_listener(self.flush)
 
-    def emit(self, record: Record) -> None:
+    def emit(self, record: Record, created: bool = False) -> None:
         if not self.enabled:
             self.context.forward(record)
             return
@@ -43,9 +49,15 @@ class EmitCache:
         except TypeError:  # an unhashable key (a dict, a list): use a stand-in
             key = _cache_key(key)
             pending.pop(key, None)
+        if created:
+            self._created.add(key)
+        elif record.value is None and key in self._created:
+            self._created.discard(key)  # never emitted: no update, no tombstone
+            return
         pending[key] = record
 
     def flush(self) -> None:
+        self._created.clear()
         pending, self._pending = self._pending, {}
         for record in pending.values():
             self.context.forward(record)

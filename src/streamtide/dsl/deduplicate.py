@@ -2,7 +2,7 @@
 
 A record is a duplicate when the task has forwarded a record with the same dedup id whose
 timestamp is within ``interval`` of its own (both ends inclusive) and that entry has not yet
-expired (``stream_time - ts > interval``). The rules are SEMANTICS.md section 3; the store is
+expired (``stream_time - ts > interval``). The rules are in docs/deduplication.md; the store is
 ``streamtide.state.dedup.DedupStore``.
 
 Serdes: ``Deduplicated.key_serde`` / ``value_serde`` are the record key and value serdes (as in

@@ -9,6 +9,7 @@ from streamtide.dsl.cache import EmitCache
 from streamtide.dsl.ktable import KTable
 from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
 from streamtide.dsl.processors import NO_INITIALIZER
+from streamtide.processor import drops
 from streamtide.processor.api import Processor
 from streamtide.record import Record
 from streamtide.serde import Serde, Serdes
@@ -43,7 +44,7 @@ class StreamAggregateProcessor(Processor):
 
     def process(self, record: Record) -> None:
         if record.key is None or record.value is None:
-            self.context.metrics.increment("dropped-records")
+            drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
             return
         old = self.store.get(record.key)
         if old is None:
@@ -119,9 +120,9 @@ class KGroupedStream:
     def count(
         self, materialized: Materialized | None = None, named: Named | str | None = None
     ) -> KTable:
-        """Number of records per key (an int, serialized with ``Serdes.int()`` by default)."""
+        """Number of records per key (an int, serialized with ``Serdes.long()`` by default)."""
         return self._aggregate(
-            materialized, named, lambda: 0, lambda _k, _v, n: n + 1, Serdes.int()
+            materialized, named, lambda: 0, lambda _k, _v, n: n + 1, Serdes.long()
         )
 
     def reduce(

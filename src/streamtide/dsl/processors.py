@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from streamtide.processor import drops
 from streamtide.processor.api import Processor
 from streamtide.record import Record
 
@@ -114,6 +115,6 @@ class DropNullKeyProcessor(Processor):
 
     def process(self, record: Record) -> None:
         if record.key is None:
-            self.context.metrics.increment("dropped-records")
+            drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
             return
         self.context.forward(record)

@@ -15,6 +15,7 @@ from typing import Any
 
 from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.dsl.windowed_processors import SessionWindowAggregateProcessor
+from streamtide.processor import drops
 from streamtide.processor.api import ProcessorContext
 from streamtide.record import Record
 from streamtide.window import Window, Windowed
@@ -45,7 +46,7 @@ class BatchSessionWindowAggregateProcessor(SessionWindowAggregateProcessor):
     def process(self, record: Record) -> None:
         key, value, t = record.key, record.value, record.timestamp
         if key is None or value is None:
-            self.context.metrics.increment("dropped-records")
+            drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
             return
         key_bytes = self._key_serde.serialize(key)
         sessions = self._sessions.get(key_bytes)
@@ -53,31 +54,49 @@ class BatchSessionWindowAggregateProcessor(SessionWindowAggregateProcessor):
             sessions = self._load(key, key_bytes)
         now = self.context.current_stream_time_ms()
         live_from = now - self.retention_ms
-        low_end = max(t - self.gap, live_from)
-        high_start = t + self.gap
+        gap = self.gap
+        low_end = t - gap if t - gap > live_from else live_from
+        high_start = t + gap
         merged = [s for s in sessions if s[1] >= low_end and s[0] <= high_start]
-        deserialize = self._value_serde.deserialize
         start = end = t
-        agg = NO_INITIALIZER if self.initializer is NO_INITIALIZER else self.initializer()
-        for s_start, s_end, s_agg, _ in merged:
-            start = min(start, s_start)
-            end = max(end, s_end)
-            session_agg = deserialize(s_agg)
-            agg = session_agg if agg is NO_INITIALIZER else self.merger(key, agg, session_agg)
-        agg = value if agg is NO_INITIALIZER else self.aggregator(key, value, agg)
+        initializer = self.initializer
+        if merged:
+            deserialize = self._value_serde.deserialize
+            merger = self.merger
+            agg = NO_INITIALIZER if initializer is NO_INITIALIZER else initializer()
+            for s_start, s_end, s_agg, _ in merged:
+                if s_start < start:
+                    start = s_start
+                if s_end > end:
+                    end = s_end
+                session_agg = deserialize(s_agg)
+                agg = session_agg if agg is NO_INITIALIZER else merger(key, agg, session_agg)
+            agg = value if agg is NO_INITIALIZER else self.aggregator(key, value, agg)
+        else:
+            agg = (
+                value
+                if initializer is NO_INITIALIZER
+                else self.aggregator(key, value, initializer())
+            )
         new = Windowed(key, Window(start, end))
         updates = self._updates
+        emit = self.cache.emit
+        headers = record.headers
+        created = True
         for session in merged:
             sessions.remove(session)
             if session[0] != start or session[1] != end:
                 updates.append((now, session[3], None))
-                self._emit(record, session[3], None, session[1])
+                emit(Record(session[3], None, session[1], headers))
+            else:
+                created = False
         if end >= live_from:
             serialized = self._value_serde.serialize(agg)
             updates.append((now, new, serialized))
             sessions.append((start, end, serialized, new))
-            sessions.sort(key=_end_then_start)
-        self._emit(record, new, agg, end)
+            if len(sessions) > 1:
+                sessions.sort(key=_end_then_start)
+        emit(Record(new, agg, end, headers), created)
 
     def flush(self) -> None:
         """Write the batch's session updates to the store (see the module docstring)."""

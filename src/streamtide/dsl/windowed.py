@@ -21,7 +21,7 @@ from streamtide.dsl.windowed_processors import (
 from streamtide.dsl.windows import DEFAULT_RETENTION_MS, SessionWindows, TimeWindows
 from streamtide.errors import TopologyError
 from streamtide.processor.api import Processor, StoreBuilder
-from streamtide.serde import Serde, Serdes
+from streamtide.serde import Serde, Serdes, WindowedSerde
 from streamtide.state.session_store import SessionStoreBuilder
 from streamtide.state.stores import KeyValueBytesStoreSupplier
 from streamtide.state.window_store import WindowStoreBuilder
@@ -76,7 +76,7 @@ class _WindowedKStream:
         caching = materialized.caching_enabled
         topology.add_processor(node, lambda: make_processor(store_name, caching), source.node)
         topology.add_state_store(store, node)
-        windowed_key_serde = Serdes.windowed(key_serde) if key_serde is not None else None
+        windowed_key_serde = WindowedSerde(key_serde) if key_serde is not None else None
         return KTable(self.builder, node, store_name, windowed_key_serde, value_serde)
 
 
@@ -160,9 +160,9 @@ class TimeWindowedKStream(_WindowedKStream):
     def count(
         self, materialized: Materialized | None = None, named: Named | str | None = None
     ) -> KTable:
-        """Number of records per key and window (``Serdes.int()`` values by default)."""
+        """Number of records per key and window (``Serdes.long()`` values by default)."""
         return self._aggregate(
-            _AGGREGATE, materialized, named, lambda: 0, lambda _k, _v, n: n + 1, Serdes.int()
+            _AGGREGATE, materialized, named, lambda: 0, lambda _k, _v, n: n + 1, Serdes.long()
         )
 
     def distinct(
@@ -269,7 +269,7 @@ class SessionWindowedKStream(_WindowedKStream):
     def count(
         self, materialized: Materialized | None = None, named: Named | str | None = None
     ) -> KTable:
-        """Number of records per key and session (``Serdes.int()`` values by default)."""
+        """Number of records per key and session (``Serdes.long()`` values by default)."""
         return self._aggregate(
             _AGGREGATE,
             materialized,
@@ -277,7 +277,7 @@ class SessionWindowedKStream(_WindowedKStream):
             lambda: 0,
             lambda _k, _v, n: n + 1,
             lambda _k, a, b: a + b,
-            Serdes.int(),
+            Serdes.long(),
         )
 
     def distinct(

@@ -12,6 +12,7 @@ from typing import Any
 from streamtide.dsl.cache import EmitCache
 from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.dsl.windows import SessionWindows, TimeWindows
+from streamtide.processor import drops
 from streamtide.processor.api import Processor, ProcessorContext
 from streamtide.record import Record
 from streamtide.window import Window, Windowed
@@ -36,7 +37,7 @@ class _WindowedProcessor(Processor):
 
     def _accept(self, record: Record) -> bool:
         if record.key is None or record.value is None:
-            self.context.metrics.increment("dropped-records")
+            drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
             return False
         return True
 
@@ -69,9 +70,17 @@ class TimeWindowAggregateProcessor(_WindowedProcessor):
             return
         key, value = record.key, record.value
         closed_before = self.context.current_stream_time_ms() - self.windows.grace_ms
-        for window in self.windows.windows_for(record.timestamp):
+        windows = self.windows.windows_for(record.timestamp)
+        closed = sum(1 for window in windows if window.end <= closed_before)
+        if closed:
+            metrics = self.context.metrics
+            metrics.increment(drops.DROPPED, closed)
+            if closed == len(windows):
+                drops.record_drop(metrics, drops.LATE, count_total=False)
+            else:
+                metrics.increment(drops.PREFIX + drops.EXPIRED_WINDOW, closed)
+        for window in windows:
             if window.end <= closed_before:
-                self.context.metrics.increment("dropped-records")
                 continue
             old = self.store.get(key, window.start)
             if old is not None:
@@ -96,7 +105,7 @@ class TimeWindowDistinctProcessor(_WindowedProcessor):
             return
         (window,) = self.windows.windows_for(record.timestamp)
         if window.end <= self.context.current_stream_time_ms() - self.windows.grace_ms:
-            self.context.metrics.increment("dropped-records")
+            drops.record_drop(self.context.metrics, drops.LATE)
             return
         if self.store.get(record.key, window.start) is not None:
             return
@@ -159,7 +168,8 @@ class SessionWindowAggregateProcessor(_WindowedProcessor):
                 self._emit(record, session, None, session.window.end)
         if end >= self.context.current_stream_time_ms() - self.retention_ms:
             self.store.put(new, agg)
-        self._emit(record, new, agg, end)
+        created = all(session.window != new.window for session, _ in merged)
+        self.cache.emit(Record(new, agg, end, record.headers), created)
 
 
 class SessionWindowDistinctProcessor(_WindowedProcessor):

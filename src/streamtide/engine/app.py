@@ -11,6 +11,7 @@ from typing import Any
 from streamtide.assignment import Assignment, AssignmentInfo, SubscriptionInfo, assign
 from streamtide.config import StreamsConfig
 from streamtide.engine.app_dir import AppDirectory, app_dir_for
+from streamtide.engine.batch_size import BatchSizeController
 from streamtide.engine.committer import BatchCommitter
 from streamtide.engine.failures import RemoteTraceback, rebuild, signature
 from streamtide.engine.interop import (
@@ -20,6 +21,7 @@ from streamtide.engine.interop import (
     run_pinned,
     spark_context,
 )
+from streamtide.engine.metrics import AppMetrics, MetricsServer
 from streamtide.engine.placement import (
     Assignor,
     ClientReport,
@@ -30,11 +32,18 @@ from streamtide.engine.placement import (
     subscriptions,
 )
 from streamtide.engine.plan import Stage, make_plan
-from streamtide.engine.progress import BatchProgress
-from streamtide.engine.protocol import CommitRecord, PrepareRecord, Ranges, resume_batch
+from streamtide.engine.progress import BatchProgress, RunningBatch
+from streamtide.engine.protocol import (
+    CommitRecord,
+    OffsetsRecord,
+    PrepareRecord,
+    Ranges,
+    resume_batch,
+)
 from streamtide.engine.ranges import aligned_ends
 from streamtide.engine.shipping import ship_user_modules
 from streamtide.engine.sources import SourcePosition, input_start
+from streamtide.engine.status import read_status
 from streamtide.engine.worker import make_work
 from streamtide.errors import StreamtideError
 from streamtide.log import open_log
@@ -48,7 +57,7 @@ MAX_STAGE_ATTEMPTS = 3
 
 
 class StreamsApp:
-    """A running Streamtide application; see DESIGN.md "Data flow of one batch"."""
+    """A running Streamtide application; see docs/engine.md, "One batch"."""
 
     def __init__(
         self,
@@ -77,9 +86,18 @@ class StreamsApp:
         self._topic_ids: dict[str, str] = {}
         self.stages: list[Stage] = []
         self.history: deque[BatchProgress] = deque(maxlen=100)
+        #: The batch being run, if any (read by progress displays from other threads).
+        self.running: RunningBatch | None = None
         self._task_states: dict[str, TaskCommittedState] = {}
         self._reports: dict[str, ClientReport] = {}
         self._next_batch = 0
+        self._batch_size = BatchSizeController(
+            self.config.max_records_per_batch,
+            self.config.adaptive_batch_size_limit,
+            self.config.commit_interval,
+            enabled=self.config.adaptive_batch_size,
+        )
+        self._batch_full = False
         self._started = False
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -89,6 +107,8 @@ class StreamsApp:
         self._error: BaseException | None = None
         self._executors: list[ExecutorInfo] = []
         self._blob: bytes | None = None
+        self._metrics = AppMetrics()
+        self._metrics_server: MetricsServer | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -131,7 +151,10 @@ class StreamsApp:
             else:  # no records (an older application directory): owners only
                 for task, owner in last.owners.items():
                     self._reports.setdefault(owner, ClientReport()).running.add(task)
+            self._metrics.remember_owners(last.owners)
             log.info("resuming %s after committed batch %d", self.config.application_id, batch)
+        if self.config.metrics_port is not None and self._metrics_server is None:
+            self._metrics_server = MetricsServer(self._metrics.registry, self.config.metrics_port)
         self._started = True
 
     def start(self) -> StreamsApp:
@@ -163,6 +186,9 @@ class StreamsApp:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        if self._metrics_server is not None:
+            self._metrics_server.close()
+            self._metrics_server = None
         if self._owns_spark and self._spark is not None:
             self._spark.stop()
             self._spark = None
@@ -187,6 +213,16 @@ class StreamsApp:
     @property
     def last_progress(self) -> BatchProgress | None:
         return self.history[-1] if self.history else None
+
+    def metrics(self) -> dict[str, float]:
+        """Every metric sample, keyed by name and labels in Prometheus text form, e.g.
+        ``'streamtide_records_consumed_total{partition="0",topic="clicks"}'``."""
+        return self._metrics.as_dict()
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where the metrics are served while the app runs (None without ``metrics_port``)."""
+        return None if self._metrics_server is None else self._metrics_server.url
 
     def input_waiting(self) -> bool:
         """Whether any source partition has records past its committed offset."""
@@ -242,7 +278,11 @@ class StreamsApp:
         the background: batches of one application never overlap)."""
         self._ensure_started()
         with self._batch_lock:
-            progress = self._run_batch()
+            self.running = RunningBatch(self._next_batch, time.monotonic(), len(self.stages))
+            try:
+                progress = self._run_batch()
+            finally:
+                self.running = None
         with self._batch_done:
             self._completed += 1
             self._batch_done.notify_all()
@@ -255,11 +295,20 @@ class StreamsApp:
         executors = list_executors(self.sc)
         assignment = self._assign(executors)
         self._executors = executors
+        if self.running is not None:
+            self.running.restore_planned = self._restore_bound(assignment)
         for stage in self.stages:
             stage_started = time.perf_counter()
             self._run_stage(batch, stage, executors, assignment, progress)
             progress.stage_ms.append(round((time.perf_counter() - stage_started) * 1000, 3))
-        progress.lag = {t: self._lag(s, t) for s in self.stages for t in s.task_ids}
+            if self.running is not None:
+                self.running.stages_done += 1
+                self.running.records_done = progress.input_records
+                self.running.restored_done = progress.restored_records
+        lags = {t: self._lags(s, t) for s in self.stages for t in s.task_ids}
+        progress.lag = {t: sum(n for _, n in rows) for t, rows in lags.items()}
+        partition_lags = {key: n for rows in lags.values() for key, n in rows}
+        progress.partition_lag = {f"{t}:{p}": n for (t, p), n in partition_lags.items()}
         progress.standbys = {
             c: sorted(
                 str(t) for t in assignment.standby.get(c, set()) | assignment.warmup.get(c, set())
@@ -267,7 +316,11 @@ class StreamsApp:
             for c in assignment.standby
         }
         progress.duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        self._batch_size.observe(progress.duration_ms, self._batch_full)
+        self._batch_full = False
         self._write_assignment_records(batch, executors, assignment)
+        commit_started = time.perf_counter()
+        progress.committed_at = round(time.time() * 1000)
         self.committer.commit(
             CommitRecord(
                 batch=batch,
@@ -280,6 +333,13 @@ class StreamsApp:
                 else str(assignment),
                 topic_ids=dict(self._topic_ids),
             )
+        )
+        progress.commit_ms += round((time.perf_counter() - commit_started) * 1000, 3)
+        self._metrics.record_batch(
+            (time.perf_counter() - started),
+            progress.commit_ms / 1000,
+            partition_lags,
+            progress.owners,
         )
         self._next_batch = batch + 1
         self.history.append(progress)
@@ -313,6 +373,18 @@ class StreamsApp:
             {c: AssignmentInfo.for_client(assignment, c).encode() for c in assignment.active},
         )
 
+    def _restore_bound(self, assignment: Assignment) -> int:
+        """Changelog records the active tasks may restore this batch: committed end minus
+        what their executor last reported holding (snapshots can make it less)."""
+        stateful = self._stateful_tasks()
+        total = 0
+        for client, tasks in assignment.active.items():
+            held = self._reports.get(client, ClientReport()).offset_sums
+            for task in map(str, tasks):
+                if task in stateful:
+                    total += max(0, self._changelog_end_sum(task) - held.get(task, 0))
+        return total
+
     def _changelog_end_sum(self, task: str) -> int:
         return sum(self._changelog_end(task).values())
 
@@ -322,16 +394,20 @@ class StreamsApp:
         return {s: self.log.end_offset(t, partition) for s, t in stage.changelog_topics.items()}
 
     def _lag(self, stage: Stage, task: str) -> int:
+        return sum(lag for _, lag in self._lags(stage, task))
+
+    def _lags(self, stage: Stage, task: str) -> list[tuple[tuple[str, int], int]]:
+        """End offset minus committed offset of each of the task's source partitions."""
         partition = int(task.split("_")[1])
         state = self._task_states.get(task)
-        lag = 0
+        lags = []
         for topic in stage.source_topics:
             if partition >= self.log.partitions(topic):
                 continue
             committed = state.offsets.get(offset_key(topic, partition)) if state else None
             start = self.log.begin_offset(topic, partition) if committed is None else committed
-            lag += max(0, self.log.end_offset(topic, partition) - start)
-        return lag
+            lags.append(((topic, partition), max(0, self.log.end_offset(topic, partition) - start)))
+        return lags
 
     def _internal_sinks(self, stage: Stage) -> list[str]:
         """Repartition topics this stage writes (their segments get interleaved)."""
@@ -347,7 +423,7 @@ class StreamsApp:
         """Each task's input ``{topic: (start, end)}``: from its committed offsets (checked
         against the topic's identity and extent, ``engine.sources``), at most
         ``max_records_per_batch`` per partition, cut at one event time (``engine.ranges``)."""
-        cap = self.config.max_records_per_batch
+        cap = self._batch_size.cap
         topic_ids = {t: i for t in stage.source_topics if (i := self.log.topic_id(t)) is not None}
         windows = {}
         for task in stage.task_ids:
@@ -368,7 +444,9 @@ class StreamsApp:
                     ),
                     self.config.auto_offset_reset,
                 )
-                end = min(self.log.end_offset(topic, partition), start + cap)
+                available = self.log.end_offset(topic, partition)
+                end = min(available, start + cap)
+                self._batch_full = self._batch_full or available > end
                 windows[(topic, partition)] = (start, max(start, end))
         ends = aligned_ends(self.log, windows)
         ranges: Ranges = {task: {} for task in stage.task_ids}
@@ -384,25 +462,49 @@ class StreamsApp:
         assignment: Assignment,
         progress: BatchProgress,
     ) -> None:
+        execute_ms = 0.0
+
+        def fix() -> tuple[Ranges, dict[str, str]]:
+            ranges, topic_ids = self._fix_ranges(stage)
+            if self.running is not None:
+                self.running.planned_records += sum(
+                    end - start for topics in ranges.values() for start, end in topics.values()
+                )
+            return ranges, topic_ids
+
+        def execute(ranges: Ranges) -> list[tuple[str, dict[str, Any]]]:
+            nonlocal execute_ms
+            began = time.perf_counter()
+            try:
+                return self._execute(batch, stage, executors, assignment, ranges)
+            finally:
+                execute_ms += (time.perf_counter() - began) * 1000
+
+        began = time.perf_counter()
         result = self.committer.run_stage(
-            batch,
-            stage.subtopology,
-            lambda: self._fix_ranges(stage),
-            lambda ranges: self._execute(batch, stage, executors, assignment, ranges),
-            self._internal_sinks(stage),
+            batch, stage.subtopology, fix, execute, self._internal_sinks(stage)
         )
+        progress.commit_ms += round((time.perf_counter() - began) * 1000 - execute_ms, 3)
         progress.resumed = progress.resumed or result.resumed
         if result.offsets is not None:
             self._topic_ids.update(result.offsets.topic_ids)
-        self._take_over(stage, result.prepare, progress)
+        self._take_over(stage, result.prepare, progress, result.offsets)
 
-    def _take_over(self, stage: Stage, prepare: PrepareRecord, progress: BatchProgress) -> None:
-        """Adopt a sealed stage's outcome: task states, owners, reports and progress."""
+    def _take_over(
+        self,
+        stage: Stage,
+        prepare: PrepareRecord,
+        progress: BatchProgress,
+        offsets: OffsetsRecord | None = None,
+    ) -> None:
+        """Adopt a sealed stage's outcome: task states, owners, reports, progress, metrics."""
         changelogs = set(stage.changelog_topics.values())
         for task, entry in prepare.tasks.items():
             self._task_states[task] = TaskCommittedState.from_dict(entry.state)
             progress.owners[task] = entry.client
-        record_stage_reports(self._reports, stage.task_ids, [u.as_dict() for u in prepare.reports])
+        units = [u.as_dict() for u in prepare.reports]
+        record_stage_reports(self._reports, stage.task_ids, units)
+        self._metrics.record_stage(offsets.ranges if offsets is not None else {}, units, changelogs)
         for unit in prepare.reports:
             for result in unit.tasks:
                 progress.ran_on[result.task] = unit.executor
@@ -474,34 +576,9 @@ class StreamsApp:
 
     # ---- status --------------------------------------------------------------------------
 
-    def status(self) -> dict[str, Any]:
+    def status(self, history: int = 10) -> dict[str, Any]:
         """Tasks, owners, lags and recent batches (also available without Spark)."""
-        return read_status(self.config)
-
-
-def read_status(config: StreamsConfig) -> dict[str, Any]:
-    """Status of an application from its directory: works while it runs or after."""
-    app_dir = AppDirectory(app_dir_for(config))
-    recent = app_dir.recent_commits(10)
-    if not recent:
-        return {"application_id": config.application_id, "batches": [], "tasks": {}}
-    commit = recent[-1]
-    progress = commit.progress
-    tasks = {
-        task: {
-            "owner": commit.owners.get(task),
-            "lag": progress.get("lag", {}).get(task, 0),
-            "stream_time": state.get("stream_time", -1),
-        }
-        for task, state in sorted(commit.tasks.items())
-    }
-    return {
-        "application_id": config.application_id,
-        "last_batch": commit.batch,
-        "tasks": tasks,
-        "standbys": progress.get("standbys", {}),
-        "batches": [c.progress for c in recent],
-    }
+        return read_status(self.config, history)
 
 
 def _explain(exc: Exception) -> StreamtideError:

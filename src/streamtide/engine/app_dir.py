@@ -216,7 +216,16 @@ _KINDS = {
 
 
 def app_dir_for(config: Any) -> Path:
-    """``<log root>/_apps/<application_id>``: driver records live next to the log."""
-    from streamtide.log.factory import log_path
+    """``<log root>/_apps/<application_id>``: driver records live next to the log, which
+    must be a file log in this release (ConfigError for ``kafka://``)."""
+    from streamtide.errors import ConfigError
+    from streamtide.log.factory import is_kafka_url, log_path
 
+    if is_kafka_url(config.log):
+        raise ConfigError(
+            f"applications run on the file log only in this release, not on {config.log}: "
+            "Kafka logs work with open_log, read_topic and the topics, produce and consume "
+            "commands, and running an application on Kafka awaits its transactional commit "
+            "(see docs/kafka.md)"
+        )
     return Path(log_path(config.log)).resolve() / "_apps" / config.application_id

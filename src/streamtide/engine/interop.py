@@ -1,7 +1,8 @@
 """Spark interop: the session, the executor list, and jobs pinned to executors.
 
 Uses the classic PySpark gateway (``sc._jvm``); Spark Connect sessions have none and are
-rejected with a clear error. See DESIGN.md "Why this shape" for why tasks are pinned.
+rejected with a clear error. See docs/engine.md, "Placement and Python workers", for why
+tasks are pinned.
 """
 
 from __future__ import annotations

@@ -74,6 +74,7 @@ class TaskReport:
     output_records: dict[str, int] = field(default_factory=dict)
     restored_records: int = 0
     local_offsets: dict[str, int] = field(default_factory=dict)
+    metrics: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -82,6 +83,7 @@ class TaskReport:
             "output_records": dict(self.output_records),
             "restored_records": self.restored_records,
             "local_offsets": dict(self.local_offsets),
+            "metrics": dict(self.metrics),
         }
 
     @classmethod
@@ -92,6 +94,7 @@ class TaskReport:
             output_records={str(k): int(v) for k, v in data.get("output_records", {}).items()},
             restored_records=int(data.get("restored_records", 0)),
             local_offsets={str(k): int(v) for k, v in (data.get("local_offsets") or {}).items()},
+            metrics={str(k): int(v) for k, v in (data.get("metrics") or {}).items()},
         )
 
 

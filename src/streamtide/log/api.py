@@ -10,7 +10,7 @@ segment is sealed, so concurrent writers never collide and offsets stay dense.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
@@ -95,10 +95,17 @@ class Log(ABC):
 
     @abstractmethod
     def create_topic(
-        self, name: str, partitions: int, *, exist_ok: bool = False
+        self,
+        name: str,
+        partitions: int,
+        *,
+        exist_ok: bool = False,
+        configs: Mapping[str, str] | None = None,
     ) -> TopicDescription:
         """Create a topic. With ``exist_ok`` an existing topic with the same partition count is
-        fine; a different count is always an error."""
+        fine; a different count is always an error. ``configs`` are topic settings for logs
+        that have them (Kafka: ``cleanup.policy``, ``retention.ms``, ...); the file log keeps
+        every record until ``truncate_before`` and has no use for them."""
 
     @abstractmethod
     def delete_topic(self, name: str) -> None:

@@ -8,12 +8,14 @@ __all__ = [
     "CorruptLogError",
     "LogClosedError",
     "LogError",
+    "LogUnavailableError",
     "OffsetOutOfRangeError",
     "SealConflictError",
     "SegmentError",
     "TopicExistsError",
     "UnknownPartitionError",
     "UnknownTopicError",
+    "UnsupportedOperationError",
 ]
 
 
@@ -36,3 +38,13 @@ class SealConflictError(SegmentError):
 
 class LogClosedError(LogError):
     """The log handle was used after ``close()``."""
+
+
+class LogUnavailableError(LogError):
+    """The log's servers cannot be reached or did not answer in time (Kafka brokers down,
+    unreachable, or refusing the credentials). Retrying later may succeed."""
+
+
+class UnsupportedOperationError(LogError):
+    """This kind of log does not offer the operation (for example segment sealing, which
+    only the file log's commit protocol uses)."""

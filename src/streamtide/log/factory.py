@@ -3,9 +3,10 @@
 - ``file:///abs/path`` or ``file://relative/path`` (also ``file://./dir``): the file log;
 - a bare path (absolute or relative): the file log;
 - ``None`` or ``""``: the file log at ``./streamtide-data``;
-- ``kafka://host:port``: not available in this release (a clear LogError says so).
+- ``kafka://host:port[,host:port...]``: the Kafka log on that cluster.
 
-Options (``fsync``, ``checkpoint_every``) are passed on to ``FileLog``.
+Options are passed on: to ``FileLog`` (``fsync``, ``checkpoint_every``), or to ``KafkaLog``
+as confluent-kafka settings (``StreamsConfig.log_options``; see ``kafka_client``).
 """
 
 from __future__ import annotations
@@ -32,12 +33,13 @@ def log_path(url: str | None) -> str:
     scheme = scheme.lower()
     if scheme == "kafka":
         raise LogError(
-            f"cannot open {url!r}: Kafka support is not available in this release of "
-            "Streamtide; use the embedded log (a file:// URL or a directory path)"
+            f"{url!r} is a Kafka log, which has no local directory; this needs the file log "
+            "(a file:// URL or a directory path)"
         )
     if scheme != "file":
         raise LogError(
-            f"cannot open {url!r}: unsupported log URL scheme {scheme!r}; use file:///path"
+            f"cannot open {url!r}: unsupported log URL scheme {scheme!r}; use file:///path "
+            "or kafka://host:port"
         )
     if rest.startswith("localhost/"):
         rest = rest[len("localhost") :]
@@ -47,6 +49,17 @@ def log_path(url: str | None) -> str:
     return os.path.expanduser(path)
 
 
+def is_kafka_url(url: str | None) -> bool:
+    """Whether ``url`` names a Kafka log (``kafka://...``)."""
+    return bool(url) and str(url).partition("://")[0].lower() == "kafka" and "://" in str(url)
+
+
 def open_log(url: str | None = None, **options: Any) -> Log:
     """Open the log that ``url`` names (see the module docstring for the accepted forms)."""
+    if is_kafka_url(url):
+        from streamtide.log.kafka_client import parse_bootstrap
+        from streamtide.log.kafka_log import KafkaLog
+
+        text = str(url)
+        return KafkaLog(parse_bootstrap(text.partition("://")[2], text), options)
     return FileLog(log_path(url), **options)

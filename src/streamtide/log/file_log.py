@@ -26,7 +26,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 import pyarrow as pa
 
@@ -95,8 +95,14 @@ class FileLog(Log):
     # -- topics ------------------------------------------------------------------------------
 
     def create_topic(
-        self, name: str, partitions: int, *, exist_ok: bool = False
+        self,
+        name: str,
+        partitions: int,
+        *,
+        exist_ok: bool = False,
+        configs: Mapping[str, str] | None = None,
     ) -> TopicDescription:
+        """See ``Log.create_topic``; ``configs`` (Kafka topic settings) do not apply here."""
         self._check_open()
         if not isinstance(name, str) or not _TOPIC_RE.match(name):
             raise LogError(

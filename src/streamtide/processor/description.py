@@ -36,3 +36,47 @@ class TopologyDescription:
         return "\n".join(lines) + "\n"
 
     __repr__ = __str__
+
+    def to_mermaid(self) -> str:
+        """The topology as a Mermaid flowchart: one box per sub-topology with its nodes,
+        topics as rounded shapes, stores as cylinders (dotted links to their processors)."""
+        ids = _Ids()
+        lines = ["flowchart TD"]
+        edges: list[str] = []
+        for sub in self.subtopologies:
+            lines.append(f'  subgraph sub{sub.id}["Sub-topology {sub.id}"]')
+            for node in sub.nodes:
+                node_id = ids.of("n", node.name)
+                lines.append(f'    {node_id}["{_label(node.name)}"]')
+                if isinstance(node, SourceNodeDef):
+                    edges += [f"  {ids.of('t', t)} --> {node_id}" for t in node.topics]
+                elif isinstance(node, SinkNodeDef):
+                    edges.append(f"  {node_id} --> {ids.of('t', node.topic)}")
+                if isinstance(node, ProcessorNodeDef):
+                    edges += [f"  {node_id} -.- {ids.of('s', store)}" for store in node.stores]
+                for child in sorted(getattr(node, "children", ())):
+                    edges.append(f"  {node_id} --> {ids.of('n', child)}")
+            lines.append("  end")
+        lines += [f'  {i}(["{_label(name)}"])' for name, i in ids.named("t")]
+        lines += [f'  {i}[("{_label(name)}")]' for name, i in ids.named("s")]
+        return "\n".join(lines + edges) + "\n"
+
+
+class _Ids:
+    """Short Mermaid ids (``n0``, ``t3``, ``s1``) for node, topic and store names."""
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[str, str], str] = {}
+
+    def of(self, kind: str, name: str) -> str:
+        key = (kind, name)
+        if key not in self._ids:
+            self._ids[key] = f"{kind}{sum(1 for k, _ in self._ids if k == kind)}"
+        return self._ids[key]
+
+    def named(self, kind: str) -> list[tuple[str, str]]:
+        return [(name, i) for (k, name), i in self._ids.items() if k == kind]
+
+
+def _label(text: str) -> str:
+    return text.replace('"', "#quot;")

@@ -1,10 +1,11 @@
 """Punctuation schedules and the per-type priority queue that fires them.
 
-The rules are those of SEMANTICS.md section 2: a queue checked with time ``T`` fires every
-schedule whose time is ``<= T`` (passing ``T``), skips missed intervals, and lets a punctuator
-cancel itself. A schedule's next fire time is part of the task's committed state: it is saved
-under a stable key (node, per-node sequence number, type, interval) and restored when the
-processor schedules the same punctuation again after a restart or a task move.
+The rules are Kafka Streams' (README, "Processor API and punctuation"): a queue checked
+with time ``T`` fires every schedule whose time is ``<= T`` (passing ``T``), skips missed
+intervals, and lets a punctuator cancel itself. A schedule's next fire time is part of the
+task's committed state: it is saved under a stable key (node, per-node sequence number, type,
+interval) and restored when the processor schedules the same punctuation again after a
+restart or a task move.
 """
 
 from __future__ import annotations

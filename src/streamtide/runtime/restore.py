@@ -265,6 +265,7 @@ class ChangelogRestorer:
             applied += apply_changelog(cl.local, zip(keys, values, headers))
             cl.position = int(table.column("offset")[-1].as_py()) + 1
         self.metrics.increment(RECORDS_RESTORED, applied)
+        self.metrics.increment(f"{RECORDS_RESTORED}.{cl.name}", applied)
         self.metrics.increment(RESTORE_DURATION_MS, round((time.perf_counter() - started) * 1000))
         return applied
 
@@ -276,4 +277,5 @@ class ChangelogRestorer:
         count = apply_changelog(cl.local, ((r.key, r.value, r.headers) for r in batch))
         cl.position = int(batch[-1].offset) + 1  # type: ignore[arg-type]
         self.metrics.increment(RECORDS_RESTORED, count)
+        self.metrics.increment(f"{RECORDS_RESTORED}.{cl.name}", count)
         return count

@@ -1,7 +1,7 @@
 """Collects what a task attempt produces and writes it as unsealed log segments.
 
 Nothing a task writes is visible until the driver seals the attempt's segments at stage
-commit (DESIGN.md "Exactly-once"); this collector is the attempt's side of that protocol.
+commit (docs/engine.md, "One batch"); this collector is the attempt's side of that protocol.
 """
 
 from __future__ import annotations

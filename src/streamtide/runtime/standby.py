@@ -1,4 +1,4 @@
-"""``StandbyTask``: a replica of one task's logged stores on another executor (SEMANTICS 6).
+"""``StandbyTask``: a replica of one task's logged stores on another executor (docs/assignment.md).
 
 A standby applies changelog records whose offset is below its *offset limit* (the committed
 end of the changelog) and keeps the records at or beyond it, applying them once a later commit

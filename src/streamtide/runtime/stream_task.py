@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from streamtide.errors import InvalidTimestampError, SerdeError, StreamsProcessingError
 from streamtide.log.segments import records_of
+from streamtide.processor import drops
 from streamtide.processor.api import PunctuationType, StateStore
 from streamtide.processor.nodes import ProcessorNodeDef, SinkNodeDef, SourceNodeDef
 from streamtide.processor.punctuation import PunctuationQueue, PunctuationSchedule
@@ -347,7 +348,7 @@ class StreamTask:
                 partition=self.partition,
                 offset=raw.offset,
             )
-        self.metrics.increment("dropped-records")
+        drops.record_drop(self.metrics, drops.INVALID_TIMESTAMP)
         log.warning(
             "task %s: dropped a record with negative timestamp %d (topic %s, partition %d, "
             "offset %s)",
@@ -401,6 +402,7 @@ class StreamTask:
                 offset=raw.offset,
             ) from exc
         self.metrics.increment("skipped-records")
+        drops.record_drop(self.metrics, drops.DESERIALIZATION_ERROR, count_total=False)
         log.warning("task %s: skipped the record at %s: %s", self.task_id, where, exc)
         dlq = f"{self.application_id}-dlq"
         headers = (
@@ -437,6 +439,7 @@ class StreamTask:
         node = self._nodes.get(schedule.node)
         self._in_node(node, lambda: schedule.punctuator(now), "punctuator")
         self.metrics.increment("punctuations")
+        self.metrics.increment(f"punctuations.{schedule.punctuation_type.value}")
 
     def _in_node(self, node: Any, action: Any, what: str) -> None:
         context = self.context

@@ -1,6 +1,6 @@
 """Changelogged bytes stores: writes wait in a buffer until the task commits.
 
-"Local state never holds uncommitted writes" (DESIGN.md, Exactly-once). A logged store keeps
+"Local state never holds uncommitted writes" (docs/engine.md, "One batch"). A logged store keeps
 two buffers over its local store: ``writes`` (this batch) and ``sent`` (handed to the changelog,
 not yet known to be committed). Reads consult ``writes``, then ``sent``, then the local store.
 The task's state manager drives the commit:

@@ -14,7 +14,7 @@ and "every entry older than T" a single range scan from the start of the index f
 
 The origin is where the stored record came from (topic, partition, offset), or "none" for a
 record a punctuator produced; it is what lets a task recognise its own record when it
-reprocesses it after a crash (SEMANTICS.md section 3).
+reprocesses it after a crash (docs/deduplication.md).
 """
 
 from __future__ import annotations

@@ -83,8 +83,8 @@ class SessionStore(SegmentedLayoutStore):
         write-back)."""
         segments = self._open()
         key_bytes: dict[Any, bytes] = {}
-        raws: list[bytes] = []
-        last: dict[bytes, int] = {}
+        idents: list[tuple[bytes, int, int]] = []
+        last: dict[tuple[bytes, int, int], int] = {}
         live_from = segments.live_from
         for index, (now, session, value) in enumerate(updates):
             key = session.key
@@ -99,23 +99,24 @@ class SessionStore(SegmentedLayoutStore):
                 except TypeError:
                     pass
             window = session.window
-            raw = self._entry_key(segments, encoded, window.start, window.end)
-            raws.append(raw)
+            ident = (encoded, window.start, window.end)
+            idents.append(ident)
             if value is None or window.end >= live_from(now):
-                last[raw] = index
+                last[ident] = index
         put = self.inner.put
+        entry_key = self._entry_key
         newest = None
-        for index, (now, session, value) in enumerate(updates):
-            raw = raws[index]
+        for index, (now, _session, value) in enumerate(updates):
+            ident = idents[index]
             if value is not None:
                 segments.drop_expired(now)
-                end = session.window.end
+                end = ident[2]
                 if end < live_from(now):
                     continue
                 if newest is None or end > newest:
                     newest = end
-            if last.get(raw) == index:
-                put(raw, value)
+            if last.get(ident) == index:
+                put(entry_key(segments, *ident), value)
         if newest is not None:
             segments.note_time(newest)
 

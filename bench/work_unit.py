@@ -1,0 +1,120 @@
+"""The work unit alone, without Spark: records/s of one task over the benchmark workload, on
+the batch path and the record path, against the plain-Python ceiling of the same records, all
+in this process (so the ratios hold on a busy machine).
+
+Each batch runs ``run_work_unit`` as an executor would (open and restore the stores, process,
+commit, write segments, close) and its segments are sealed before the next batch, as the
+driver does; Spark's job and the driver's planning are not included.
+
+    .venv/bin/python -m bench.work_unit [--events N] [--batch-size N] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import shutil
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from bench import ceiling
+from bench.streamtide_bench import TOPOLOGIES
+from bench.workload import TOPIC, Workload, generate, write_log
+from streamtide import StreamsConfig
+from streamtide.log import open_log
+from streamtide.log.api import SegmentRef
+from streamtide.runtime.state_factory import make_state_manager
+from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
+
+
+def run_task(
+    root: Path, operation: str, w: Workload, batch_processing: bool, profile: bool = False
+) -> tuple[float, int, int]:
+    """Seconds to run partition 0 of the input through the task in batches; input records and
+    Python function calls (0 unless ``profile``)."""
+    log = open_log(f"file://{root / 'log'}")
+    topology = TOPOLOGIES[operation](w)
+    for topic in topology.sink_topics() if hasattr(topology, "sink_topics") else ():
+        log.create_topic(topic, w.partitions, exist_ok=True)
+    for topic in ("dedup-out", "session-out", "punctuation-out"):
+        log.create_topic(topic, w.partitions, exist_ok=True)
+    config = StreamsConfig(
+        application_id=f"wu-{operation}-{int(batch_processing)}",
+        log=log.url,
+        state_dir=str(root / f"state-{operation}-{int(batch_processing)}"),
+        batch_processing=batch_processing,
+    )
+    end_offset = log.end_offset(TOPIC, 0)
+    state: dict[str, Any] = {}
+    profiler = cProfile.Profile() if profile else None
+    started = time.perf_counter()
+    for batch, start in enumerate(range(0, end_offset, w.batch_size)):
+        end = min(start + w.batch_size, end_offset)
+        spec = WorkUnitSpec(batch, 0, "c", [ActiveSpec("0_0", {TOPIC: [start, end]}, state)])
+        if profiler is not None:
+            profiler.enable()
+        report = run_work_unit(topology, config, log, spec, make_state_manager)
+        if profiler is not None:
+            profiler.disable()
+        (task,) = report["tasks"]
+        for data in task["segments"]:
+            ref = SegmentRef.from_dict(data)
+            log.seal(
+                ref.topic, ref.partition, ref, seal_id=f"{config.application_id}/{batch}/{ref.name}"
+            )
+        state = task["state"]
+    seconds = time.perf_counter() - started
+    calls = 0
+    if profiler is not None:
+        calls = sum(stat[1] for stat in pstats.Stats(profiler).stats.values())  # type: ignore[attr-defined]
+    log.close()
+    return seconds, end_offset, calls
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.work_unit", description=__doc__)
+    parser.add_argument("--events", type=int, default=200_000)
+    parser.add_argument("--batch-size", type=int, default=5_000)
+    parser.add_argument("--operations", nargs="*", default=sorted(TOPOLOGIES))
+    parser.add_argument("--profile", action="store_true", help="also count Python calls")
+    args = parser.parse_args(argv)
+    w = replace(Workload(), events=args.events, batch_size=args.batch_size)
+    root = Path(tempfile.mkdtemp(prefix="streamtide-wu-"))
+    try:
+        events = generate(w)
+        write_log(f"file://{root / 'log'}", events, w)
+        partition0 = ceiling.in_memory(events, w)[:1]
+        print(f"partition 0 of {w.events:,} events, batches of {w.batch_size:,}")
+        print(
+            f"{'operation':<14} {'path':<7} {'records/s':>10} {'us/rec':>7} {'vs ceiling':>10}"
+            f" {'calls/rec':>9}"
+        )
+        for operation in args.operations:
+            ceiling_s, _ = ceiling.run_loop(operation, partition0, w)
+            n = len(partition0[0])
+            print(
+                f"{operation:<14} {'ceiling':<7} {n / ceiling_s:>10,.0f} "
+                f"{ceiling_s / n * 1e6:>7.1f}"
+            )
+            for batch_processing in (False, True):
+                seconds, records, _ = run_task(root, operation, w, batch_processing)
+                calls = 0
+                if args.profile:
+                    shutil.rmtree(root / f"state-{operation}-{int(batch_processing)}")
+                    _, _, calls = run_task(root, operation, w, batch_processing, profile=True)
+                path = "batch" if batch_processing else "record"
+                print(
+                    f"{'':<14} {path:<7} {records / seconds:>10,.0f} "
+                    f"{seconds / records * 1e6:>7.1f} {ceiling_s / seconds:>10.3f}x"
+                    f" {calls / records if calls else float('nan'):>9.1f}"
+                )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

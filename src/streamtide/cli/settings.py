@@ -1,0 +1,244 @@
+"""Application settings from the command line: a TOML file plus one flag per setting.
+
+Every ``StreamsConfig`` field can be set in the file (``commit_interval = 500``) and by a flag
+(``--commit-interval 500``); a flag wins over the file, the file over the defaults. Durations
+are int milliseconds, serdes are named (``default_value_serde = "json"``). The file may also
+name the Spark ``master``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import MISSING, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from streamtide.config import (
+    AUTO_OFFSET_RESETS,
+    DESERIALIZATION_HANDLERS,
+    INVALID_TIMESTAMP_HANDLERS,
+    PROCESSING_GUARANTEES,
+    StreamsConfig,
+)
+from streamtide.errors import ConfigError
+from streamtide.serde import Serde, Serdes
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Settings of the command, not of StreamsConfig, that a config file may hold.
+RUN_SETTINGS = {"master": "local[2]"}
+_CHOICES = {
+    "processing_guarantee": PROCESSING_GUARANTEES,
+    "deserialization_exception_handler": DESERIALIZATION_HANDLERS,
+    "invalid_timestamp_handler": INVALID_TIMESTAMP_HANDLERS,
+    "auto_offset_reset": AUTO_OFFSET_RESETS,
+}
+_DURATIONS = {"commit_interval", "locality_wait"}
+#: Shorter names of boolean flags (``--cache/--no-cache``).
+_BOOL_FLAGS = {"cache_enabled": "cache"}
+#: One line per setting for ``--help`` (docs/engine.md has the full table).
+_HELP = {
+    "cache_enabled": "The record cache",
+    "batch_processing": "Process each task's input as a batch (bulk serdes, state per key)",
+    "adaptive_batch_size": "Grow the batch cap while full batches finish within commit_interval",
+    "adaptive_batch_size_limit": "Upper limit of the adaptive per-partition batch cap",
+    "application_id": "Names the application's state, internal topics and directory",
+    "state_dir": "Local RocksDB state of the executors",
+    "commit_interval": "A batch starts at least this often, in ms",
+    "max_records_per_batch": "Records per source partition and batch, at most",
+    "num_standby_replicas": "Standby copies of each stateful task",
+    "acceptable_recovery_lag": "Changelog records within which a copy counts as caught up",
+    "max_warmup_replicas": "Warm-up tasks in flight at once",
+    "processing_guarantee": "Processing guarantee",
+    "deserialization_exception_handler": "What a record that cannot be deserialized does",
+    "default_key_serde": "Serde for keys where an operator was given none",
+    "default_value_serde": "Serde for values where an operator was given none",
+    "snapshot_interval": "Snapshot a task's stores every N commits (0: never)",
+    "locality_wait": "How long Spark waits for the executor a task is pinned to, in ms",
+    "metrics_port": "Serve Prometheus metrics on 127.0.0.1:PORT/metrics (0: a free port)",
+    "invalid_timestamp_handler": "What a record with a negative timestamp does",
+    "auto_offset_reset": "Where to start when committed offsets no longer fit the topic",
+    "log_options": "A log client setting KEY=VALUE (repeatable; a table in the file)",
+    "fatal_exceptions": "An exception type (module.Name) reported once, never retried "
+    "(repeatable; a list in the file)",
+}
+#: Settings given as repeated flags, collected into a dict or a tuple.
+_REPEATED = {"log_options": "--log-option", "fatal_exceptions": "--fatal-exception"}
+
+
+def exception_type(name: Any, where: str) -> type[BaseException]:
+    """The exception class a dotted name (``module.Name`` or ``module:Name``) names."""
+    import importlib
+
+    if not isinstance(name, str) or not name.replace(":", ".").count("."):
+        raise ConfigError(f"{where}: name an exception type as module.Name, got {name!r}")
+    module, _, attribute = name.replace(":", ".").rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"{where}: cannot find exception type {name!r} ({exc})") from None
+    if not (isinstance(found, type) and issubclass(found, BaseException)):
+        raise ConfigError(f"{where}: {name!r} is not an exception type")
+    return found
+
+
+def _log_options(items: Any, where: str) -> dict[str, Any]:
+    if isinstance(items, dict):
+        return {str(k): v for k, v in items.items()}
+    options = {}
+    for item in items:
+        key, sep, value = str(item).partition("=")
+        if not sep or not key:
+            raise ConfigError(f"{where}: expected KEY=VALUE, got {item!r}")
+        options[key] = value
+    return options
+
+
+def serde_names() -> tuple[str, ...]:
+    """Serdes that can be named in a config: Serdes' factories that take no argument."""
+    candidates = ("bytes", "string", "int", "long", "float", "double", "json")
+    return tuple(n for n in candidates if callable(getattr(Serdes, n, None)))
+
+
+def _serde(name: Any, where: str) -> Serde:
+    if not isinstance(name, str) or name not in serde_names():
+        raise ConfigError(f"{where} must name a serde ({', '.join(serde_names())}), got {name!r}")
+    return getattr(Serdes, name)()
+
+
+def setting_names() -> list[str]:
+    return [f.name for f in fields(StreamsConfig)]
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def config_options(func: F) -> F:
+    """Add one option per StreamsConfig setting (unset options are None)."""
+    for f in reversed(fields(StreamsConfig)):
+        default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+        shown = default.name if isinstance(default, Serde) else default
+        if f.name == "log":
+            func = click.option(
+                "--log",
+                "log",
+                envvar="STREAMTIDE_LOG",
+                default=None,
+                metavar="URL",
+                help=f"Log to use (env: STREAMTIDE_LOG; default {shown}).",
+            )(func)
+            continue
+        if f.name in _REPEATED:
+            option = click.option(
+                _REPEATED[f.name],
+                f.name,
+                multiple=True,
+                default=None,
+                help=f"{_HELP[f.name]}.",
+            )
+            func = option(func)
+            continue
+        if isinstance(default, bool):
+            flag = _BOOL_FLAGS.get(f.name, _flag(f.name)[2:])
+            option = click.option(
+                f"--{flag}/--no-{flag}",
+                f.name,
+                default=None,
+                help=f"{_HELP.get(f.name, f.name)} (default {'on' if default else 'off'}).",
+            )
+        else:
+            names = [_flag(f.name)]
+            if f.name == "num_standby_replicas":
+                names.append("--standbys")
+            option = click.option(
+                *names,
+                f.name,
+                type=_click_type(f.name, str(f.type)),
+                default=None,
+                help=f"{_HELP.get(f.name, f.name)} (default {_shown(shown)}).",
+            )
+        func = option(func)
+    return func
+
+
+def _click_type(name: str, annotation: str) -> Any:
+    if name in _CHOICES:
+        return click.Choice(_CHOICES[name])
+    if "Serde" in annotation:
+        return click.Choice(serde_names())
+    if name in _DURATIONS:
+        return click.IntRange(min=0)
+    if "int" in annotation:
+        return click.IntRange(min=0)
+    return str
+
+
+def _shown(default: Any) -> str:
+    return "off" if default is None else str(default)
+
+
+def load_file(path: str | Path) -> dict[str, Any]:
+    """The settings in a TOML file, checked: every key is a setting, serdes are named."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    known = {*setting_names(), *RUN_SETTINGS}
+    settings: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in known:
+            raise ConfigError(
+                f"{path}: unknown setting {key!r}; known settings: {', '.join(sorted(known))}"
+            )
+        if key.endswith("_serde"):
+            value = _serde(value, f"{path}: {key}")
+        elif key == "log_options":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: log_options must be a table, got {value!r}")
+            value = _log_options(value, f"{path}: log_options")
+        elif key == "fatal_exceptions":
+            if not isinstance(value, list):
+                raise ConfigError(f"{path}: fatal_exceptions must be a list, got {value!r}")
+            value = tuple(exception_type(v, f"{path}: fatal_exceptions") for v in value)
+        settings[key] = value
+    return settings
+
+
+def build_config(
+    path: str | Path | None, flags: dict[str, Any]
+) -> tuple[StreamsConfig, dict[str, Any]]:
+    """The StreamsConfig and the run settings from the file (if any) with ``flags`` (None =
+    not given) on top. Errors name the file and the setting."""
+    from_file = load_file(path) if path is not None else {}
+    run = {k: from_file.pop(k, default) for k, default in RUN_SETTINGS.items()}
+    run.update({k: v for k, v in flags.items() if k in RUN_SETTINGS and v is not None})
+    try:
+        config = StreamsConfig(**from_file)
+    except (ConfigError, TypeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    given = {k: v for k, v in flags.items() if k not in RUN_SETTINGS and v is not None and v != ()}
+    for key in [k for k in given if k.endswith("_serde")]:
+        given[key] = _serde(given[key], _flag(key))
+    if "log_options" in given:
+        given["log_options"] = {
+            **config.log_options,
+            **_log_options(given["log_options"], "--log-option"),
+        }
+    if "fatal_exceptions" in given:
+        given["fatal_exceptions"] = tuple(
+            exception_type(n, "--fatal-exception") for n in given["fatal_exceptions"]
+        )
+    if "application_id" not in from_file and "application_id" not in given:
+        raise ConfigError("give --application-id, or application_id in the --config file")
+    return config.with_overrides(**given), run

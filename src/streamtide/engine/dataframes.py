@@ -1,0 +1,288 @@
+"""Topics as Spark DataFrames: ``read_topic`` and ``write_topic``.
+
+Reading: one Spark partition per log partition; each executor reads its own partition's
+committed records (in Arrow chunks) and decodes them with the given serdes. The driver only
+fixes the offset ranges, so it never holds the records.
+
+Writing: each Spark task writes its rows as unsealed segments of the topic, named after the
+call and its Spark partition; the driver then seals the segments of the one successful attempt
+per Spark partition, with seal ids that make sealing idempotent, and aborts whatever failed or
+retried attempts left behind. So a retried Spark task never appends twice.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from streamtide.engine.interop import spark_context
+from streamtide.errors import ConfigError
+from streamtide.log import open_log
+from streamtide.log.api import Log, SegmentRef
+from streamtide.log.partitioner import partition_for_key
+from streamtide.serde import Serde, Serdes
+
+#: Records per Arrow batch when reading, and per segment when writing.
+CHUNK = 65_536
+_COLUMN_TYPES = {
+    "bytes": "binary",
+    "string": "string",
+    "int": "bigint",
+    "long": "bigint",
+    "float": "double",
+    "double": "double",
+    "json": "string",
+}
+
+#: ``partitioner(key, value, num_partitions) -> partition`` on the DataFrame's column values.
+Partitioner = Callable[[Any, Any, int], int]
+
+
+def _open(log: str | Log, options: Mapping[str, Any] | None) -> Log:
+    return open_log(log, **dict(options or {})) if isinstance(log, str) else log
+
+
+def column_type(serde: Serde, schema: Any = None) -> Any:
+    """The Spark type of a column decoded with ``serde``: a json serde with a ``schema``
+    (a StructType or a DDL string) gives that struct; other serdes map by kind."""
+    from pyspark.sql.types import DataType, StructType, _parse_datatype_string
+
+    if schema is not None:
+        if serde.name != "json":
+            raise ConfigError(f"a schema needs Serdes.json() values, not {serde!r}")
+        parsed = schema if isinstance(schema, DataType) else _parse_datatype_string(schema)
+        if not isinstance(parsed, StructType):
+            raise ConfigError(f"the schema must be a struct, got {parsed.simpleString()}")
+        return parsed
+    if serde.name not in _COLUMN_TYPES:
+        raise ConfigError(
+            f"read_topic cannot map {serde!r} to a column type; read with Serdes.bytes() and "
+            "decode the column yourself"
+        )
+    return _parse_datatype_string(_COLUMN_TYPES[serde.name])
+
+
+def _decoder(serde: Serde, struct: bool) -> Callable[[bytes | None], Any]:
+    if serde.name == "bytes":
+        return lambda data: data
+    if serde.name == "json" and not struct:
+        return lambda data: None if data is None else bytes(data).decode("utf-8")
+    return serde.deserialize
+
+
+def read_topic(
+    spark: Any,
+    log: str | Log,
+    topic: str,
+    *,
+    key_serde: Serde | None = None,
+    value_serde: Serde | None = None,
+    schema: Any = None,
+    start_offsets: Mapping[int, int] | None = None,
+    end_offsets: Mapping[int, int] | None = None,
+    log_options: Mapping[str, Any] | None = None,
+) -> Any:
+    """A DataFrame (key, value, topic, partition, offset, timestamp) of ``topic``'s committed
+    records, one Spark partition per log partition, read on the executors.
+
+    Keys and values are decoded with the serdes (default: bytes, as binary columns); with
+    ``schema`` the json value becomes a struct column. ``start_offsets``/``end_offsets`` map
+    a partition to its first / end offset (default: begin offset / current end; a partition
+    missing from ``end_offsets`` ends at its current end). The ranges are fixed when this is
+    called, so evaluating the DataFrame twice gives the same rows. ``log_options`` are the
+    log client's settings (as ``StreamsConfig.log_options``), used with a log URL.
+    """
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+    sc = spark_context(spark)
+    options = dict(log_options or {})
+    log_ = _open(log, options)
+    key_serde = key_serde or Serdes.bytes()
+    value_serde = value_serde or Serdes.bytes()
+    out_schema = StructType(
+        [
+            StructField("key", column_type(key_serde)),
+            StructField("value", column_type(value_serde, schema)),
+            StructField("topic", StringType(), False),
+            StructField("partition", IntegerType(), False),
+            StructField("offset", LongType(), False),
+            StructField("timestamp", LongType(), False),
+        ]
+    )
+    count = log_.partitions(topic)
+    ranges = []
+    for p in range(count):
+        start = (start_offsets or {}).get(p, log_.begin_offset(topic, p))
+        end = (end_offsets or {}).get(p, log_.end_offset(topic, p))
+        ranges.append((p, int(start), int(end)))
+    url = log_.url
+    decode_key = _decoder(key_serde, False)
+    decode_value = _decoder(value_serde, schema is not None)
+
+    def read(descriptors: Iterator[tuple[int, int, int]]) -> Iterator[tuple[Any, ...]]:
+        reader = open_log(url, **options)
+        try:
+            for p, start, end in descriptors:
+                position = start
+                while position < end:
+                    table = reader.read_table(topic, p, position, end, max_records=CHUNK)
+                    if table.num_rows == 0:
+                        break
+                    yield from zip(
+                        map(decode_key, table.column("key").to_pylist()),
+                        map(decode_value, table.column("value").to_pylist()),
+                        [topic] * table.num_rows,
+                        [p] * table.num_rows,
+                        table.column("offset").to_pylist(),
+                        table.column("timestamp").to_pylist(),
+                    )
+                    position = int(table.column("offset")[-1].as_py()) + 1
+        finally:
+            reader.close()
+
+    rows = sc.parallelize(ranges, max(1, count)).mapPartitions(read)
+    return spark.createDataFrame(rows, out_schema, verifySchema=False)
+
+
+def write_topic(
+    df: Any,
+    log: str | Log,
+    topic: str,
+    *,
+    key_col: str | None = "key",
+    value_col: str = "value",
+    timestamp_col: str | None = None,
+    key_serde: Serde | None = None,
+    value_serde: Serde | None = None,
+    partitioner: Partitioner | None = None,
+    log_options: Mapping[str, Any] | None = None,
+) -> int:
+    """Append the rows of ``df`` to ``topic`` exactly once; return how many were written.
+
+    Keys and values are encoded with the serdes (default bytes; ``key_col=None`` writes
+    keyless records). A record goes to ``partitioner(key, value, partitions)`` if given, else
+    to the partition of its serialized key (Kafka's murmur2), keyless records round-robin.
+    ``timestamp_col`` holds epoch ms or Spark timestamps (default: the time of writing). The
+    rows of one Spark partition keep their order within each log partition.
+    """
+    options = dict(log_options or {})
+    log_ = _open(log, options)
+    partitions = log_.partitions(topic)  # UnknownTopicError names a missing topic
+    call = uuid.uuid4().hex[:16]
+    prefix = f"write_topic/{call}/"
+    columns = [c for c in (key_col, value_col, timestamp_col) if c is not None]
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise ConfigError(f"write_topic: no column(s) {missing} in {df.columns}")
+    url = log_.url
+    spec = _WriteSpec(topic, partitions, prefix, key_col, value_col, timestamp_col)
+    key_serde = key_serde or Serdes.bytes()
+    value_serde = value_serde or Serdes.bytes()
+
+    def write(index: int, rows: Iterator[Any]) -> Iterator[dict[str, Any]]:
+        writer = open_log(url, **options)
+        try:
+            yield from write_partition(
+                writer, spec, index, rows, key_serde, value_serde, partitioner
+            )
+        finally:
+            writer.close()
+
+    refs = df.select(*columns).rdd.mapPartitionsWithIndex(write).collect()
+    return seal_written(log_, topic, prefix, refs)
+
+
+class _WriteSpec:
+    """What every Spark task of one ``write_topic`` call needs to know."""
+
+    def __init__(
+        self,
+        topic: str,
+        partitions: int,
+        prefix: str,
+        key_col: str | None,
+        value_col: str,
+        timestamp_col: str | None,
+    ) -> None:
+        self.topic, self.partitions, self.prefix = topic, partitions, prefix
+        self.key_col, self.value_col, self.timestamp_col = key_col, value_col, timestamp_col
+
+
+def write_partition(
+    log: Log,
+    spec: _WriteSpec,
+    index: int,
+    rows: Iterator[Any],
+    key_serde: Serde,
+    value_serde: Serde,
+    partitioner: Partitioner | None,
+) -> Iterator[dict[str, Any]]:
+    """Write one Spark partition's rows as unsealed segments (one attempt: its own writer
+    id); yield each segment's ref with its position, for the driver to seal."""
+    import time
+
+    from streamtide.log.api import LogRecord
+
+    writer_id = f"{spec.prefix}{index}/{uuid.uuid4().hex[:12]}"
+    buffers: dict[int, list[LogRecord]] = {}
+    written = 0
+    round_robin = index
+    now = time.time_ns() // 1_000_000
+    for row in rows:
+        key = row[spec.key_col] if spec.key_col is not None else None
+        value = row[spec.value_col]
+        key_bytes = key_serde.serialize(key)
+        if partitioner is not None:
+            partition = partitioner(key, value, spec.partitions)
+            if not 0 <= partition < spec.partitions:
+                raise ConfigError(
+                    f"the partitioner chose partition {partition}; {spec.topic!r} has "
+                    f"partitions 0..{spec.partitions - 1}"
+                )
+        elif key_bytes is not None:
+            partition = partition_for_key(key_bytes, spec.partitions)
+        else:
+            partition = round_robin % spec.partitions
+            round_robin += 1
+        timestamp = _millis(row[spec.timestamp_col]) if spec.timestamp_col else now
+        record = LogRecord(key_bytes, value_serde.serialize(value), timestamp)
+        buffer = buffers.setdefault(partition, [])
+        buffer.append(record)
+        if len(buffer) >= CHUNK:
+            yield _segment(log, spec, index, written, partition, buffer, writer_id)
+            written += 1
+            buffers[partition] = []
+    for partition, buffer in sorted(buffers.items()):
+        if buffer:
+            yield _segment(log, spec, index, written, partition, buffer, writer_id)
+            written += 1
+
+
+def _segment(
+    log: Log, spec: _WriteSpec, index: int, seq: int, partition: int, records: list, writer: str
+) -> dict[str, Any]:
+    ref = log.write_segment(spec.topic, partition, records, writer_id=writer)
+    return {"spark_partition": index, "seq": seq, "ref": ref.as_dict()}
+
+
+def seal_written(log: Log, topic: str, prefix: str, refs: list[dict[str, Any]]) -> int:
+    """Seal the segments one successful attempt per Spark partition wrote (in Spark partition
+    and write order; idempotent by seal id), abort every other segment of the call, and
+    return the records sealed."""
+    sealed = 0
+    for item in sorted(refs, key=lambda r: (r["spark_partition"], r["seq"])):
+        ref = SegmentRef.from_dict(item["ref"])
+        seal_id = f"{prefix}{item['spark_partition']}/{item['seq']}"
+        log.seal(ref.topic, ref.partition, ref, seal_id=seal_id)
+        sealed += ref.record_count
+    log.abort_unsealed_by_prefix(prefix, topics=[topic])
+    return sealed
+
+
+def _millis(value: Any) -> int:
+    if hasattr(value, "timestamp"):  # datetime from a Spark timestamp column
+        return round(value.timestamp() * 1000)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"timestamps must be epoch ms or timestamps, got {value!r}")
+    return value

@@ -1,0 +1,77 @@
+"""An application's status, read from its directory and the log: works while it runs or after.
+
+Lags are computed now, from the log's end offsets and the committed offsets, so a stopped
+application shows the input that has arrived since.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamtide.config import StreamsConfig
+from streamtide.engine.app_dir import AppDirectory, app_dir_for
+from streamtide.errors import StreamtideError
+from streamtide.log import open_log
+
+
+def read_status(config: StreamsConfig, history: int = 10) -> dict[str, Any]:
+    """Tasks, partitions with their lag, standbys and the latest ``history`` batches."""
+    app_dir = AppDirectory(app_dir_for(config))
+    recent = app_dir.recent_commits(max(1, history))
+    if not recent:
+        return {"application_id": config.application_id, "batches": [], "tasks": {}}
+    commit = recent[-1]
+    batch, progress = commit.batch, commit.progress
+    partitions = _partitions(config, commit.tasks)
+    tasks = {}
+    for task, state in sorted(commit.tasks.items(), key=lambda item: _task_order(item[0])):
+        lag = sum(p["lag"] for p in partitions if p["task"] == task)
+        tasks[task] = {
+            "owner": commit.owners.get(task),
+            "state": "caught-up" if lag == 0 else "lagging",
+            "lag": lag,
+            "stream_time": state.get("stream_time", -1),
+            "restored_records": progress.get("restored_by_task", {}).get(task, 0),
+        }
+    return {
+        "application_id": config.application_id,
+        "last_batch": batch,
+        "committed_at": progress.get("committed_at"),
+        "tasks": tasks,
+        "partitions": partitions,
+        "standbys": progress.get("standbys", {}),
+        "batches": [c.progress for c in recent][-history:] if history else [],
+    }
+
+
+def _partitions(config: StreamsConfig, tasks: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every committed source partition: committed offset, end offset now, lag."""
+    rows = []
+    try:
+        log = open_log(config.log, **config.log_options)
+    except StreamtideError:
+        log = None
+    try:
+        for task, state in tasks.items():
+            for key, committed in state.get("offsets", {}).items():
+                topic, _, partition = key.rpartition(":")
+                end = log.end_offset(topic, int(partition)) if log is not None else None
+                rows.append(
+                    {
+                        "topic": topic,
+                        "partition": int(partition),
+                        "task": task,
+                        "committed": committed,
+                        "end": end,
+                        "lag": max(0, end - committed) if end is not None else 0,
+                    }
+                )
+    finally:
+        if log is not None:
+            log.close()
+    return sorted(rows, key=lambda r: (r["topic"], r["partition"]))
+
+
+def _task_order(task: str) -> tuple[int, int]:
+    sub, _, partition = task.partition("_")
+    return int(sub), int(partition)

@@ -1,0 +1,147 @@
+"""Client settings and error translation for the Kafka log (on confluent-kafka).
+
+Options given to ``open_log("kafka://...", **options)`` (``StreamsConfig.log_options``) go to
+confluent-kafka unchanged, with two exceptions:
+
+- keys starting with ``topic.`` are, as in Kafka Streams, configs of the topics this log
+  creates (``topic.retention.ms=-1`` creates every topic with ``retention.ms=-1``);
+- the settings the log's correctness rests on (``REQUIRED_*``) are added; a user value that
+  contradicts one is refused with a clear error instead of being silently replaced.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from streamtide.log.errors import (
+    LogError,
+    LogUnavailableError,
+    OffsetOutOfRangeError,
+    TopicExistsError,
+    UnknownPartitionError,
+    UnknownTopicError,
+)
+
+LOGGER = logging.getLogger("streamtide.log.kafka")
+
+#: Prefix of options that configure created topics rather than the client.
+TOPIC_PREFIX = "topic."
+
+#: Every reader sees committed records only and never commits offsets or creates topics.
+REQUIRED_CONSUMER = {
+    "isolation.level": "read_committed",
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "enable.partition.eof": True,
+    "allow.auto.create.topics": False,
+}
+#: Appends are idempotent (no duplicates or reordering on retries) and never create topics.
+REQUIRED_PRODUCER = {"enable.idempotence": True, "allow.auto.create.topics": False}
+
+#: Group id of the reading consumer: it only ever uses assign(), so it never joins a group.
+READER_GROUP_ID = "streamtide-log-reader"
+
+#: Configs of changelog topics (Kafka Streams: compacted; the latest value per key is kept).
+CHANGELOG_CONFIGS: dict[str, str] = {"cleanup.policy": "compact"}
+#: Configs of repartition topics: Kafka Streams keeps them forever (records may carry old
+#: event timestamps) and purges what was consumed with ``delete_records`` after each commit.
+REPARTITION_CONFIGS: dict[str, str] = {"cleanup.policy": "delete", "retention.ms": "-1"}
+
+
+def parse_bootstrap(rest: str, url: str) -> str:
+    """``host:port[,host:port...]`` from the part of a ``kafka://`` URL after the scheme."""
+    servers = [s.strip() for s in rest.rstrip("/").split(",")]
+    if not servers or not all(servers):
+        raise LogError(f"the log URL {url!r} names no broker; use kafka://host:port[,host:port]")
+    for server in servers:
+        host, sep, port = server.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise LogError(
+                f"the log URL {url!r} has {server!r} where host:port is expected "
+                "(kafka://host:port[,host:port])"
+            )
+    return ",".join(servers)
+
+
+def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Client settings and the ``topic.``-prefixed configs of created topics."""
+    client: dict[str, Any] = {}
+    topics: dict[str, str] = {}
+    for key, value in options.items():
+        if not isinstance(key, str):
+            raise LogError(f"log option names must be strings, got {key!r}")
+        if key.startswith(TOPIC_PREFIX):
+            topics[key[len(TOPIC_PREFIX) :]] = str(value)
+        else:
+            client[key] = value
+    if "bootstrap.servers" in client:
+        raise LogError("bootstrap.servers comes from the log URL (kafka://host:port), not options")
+    return client, topics
+
+
+def client_config(
+    bootstrap: str, options: Mapping[str, Any], required: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The configuration of one client: the user's options plus the required settings."""
+    config = {"bootstrap.servers": bootstrap, **options}
+    for key, value in (required or {}).items():
+        if key in config and _normal(config[key]) != _normal(value):
+            raise LogError(
+                f"log option {key}={config[key]!r} conflicts with the Kafka log, which needs "
+                f"{key}={value!r}"
+            )
+        config[key] = value
+    config.setdefault("logger", LOGGER)
+    config.setdefault("error_cb", log_client_error)
+    return config
+
+
+def _normal(value: Any) -> str:
+    return str(value).lower()
+
+
+def log_client_error(error: Any) -> None:
+    """The clients' error callback: errors the client reports outside any call."""
+    LOGGER.warning("Kafka client error: %s", error)
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+_UNAVAILABLE = {
+    "_TRANSPORT",
+    "_ALL_BROKERS_DOWN",
+    "_TIMED_OUT",
+    "_RESOLVE",
+    "_SSL",
+    "_AUTHENTICATION",
+    "REQUEST_TIMED_OUT",
+    "SASL_AUTHENTICATION_FAILED",
+    "NETWORK_EXCEPTION",
+}
+
+
+def error_name(exc: BaseException) -> str:
+    """The Kafka error name (``UNKNOWN_TOPIC_OR_PART``, ``_TRANSPORT``, ...) or ``""``."""
+    args = getattr(exc, "args", ())
+    err = args[0] if args else None
+    name = getattr(err, "name", None)
+    return name() if callable(name) else ""
+
+
+def translate(exc: BaseException, what: str) -> LogError:
+    """A ``LogError`` subclass for a confluent-kafka exception, classified by error code."""
+    name = error_name(exc)
+    message = f"{what}: {exc.args[0] if exc.args else exc}"
+    if name in ("UNKNOWN_TOPIC_OR_PART", "UNKNOWN_TOPIC_ID"):
+        return UnknownTopicError(f"{what}: the topic does not exist")
+    if name == "_UNKNOWN_PARTITION":
+        return UnknownPartitionError(message)
+    if name == "TOPIC_ALREADY_EXISTS":
+        return TopicExistsError(message)
+    if name == "OFFSET_OUT_OF_RANGE":
+        return OffsetOutOfRangeError(message)
+    if name in _UNAVAILABLE:
+        return LogUnavailableError(message)
+    return LogError(message)

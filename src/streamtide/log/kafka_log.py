@@ -1,0 +1,462 @@
+"""The Kafka log: the ``Log`` interface on a Kafka cluster, through confluent-kafka.
+
+Topics are Kafka topics; offsets are Kafka offsets. Readers use ``isolation.level =
+read_committed``, so they see committed records only (the Kafka counterpart of "sealed"), and
+``end_offset`` is the last stable offset. Appends go through one idempotent producer per
+handle. Offsets may have gaps (transaction markers, aborted records, compaction): a range
+read returns the records that exist in the range.
+
+Segment sealing (``write_segment``, ``seal``, ...) is the file log's commit protocol; on Kafka
+the engine will commit with transactions instead, so those methods raise
+``UnsupportedOperationError``.
+
+Topic metadata is cached per handle. Writes and truncations re-read it first, because a
+produce request to a topic that does not exist may create it on some brokers; reads trust
+the cache and turn a broker's "unknown topic" into ``UnknownTopicError``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from streamtide.log.api import Log, LogRecord, Records, SegmentRef, TopicDescription
+from streamtide.log.errors import (
+    LogClosedError,
+    LogError,
+    LogUnavailableError,
+    OffsetOutOfRangeError,
+    TopicExistsError,
+    UnknownPartitionError,
+    UnknownTopicError,
+    UnsupportedOperationError,
+)
+from streamtide.log.kafka_admin import KafkaAdmin
+from streamtide.log.kafka_client import (
+    READER_GROUP_ID,
+    REQUIRED_CONSUMER,
+    REQUIRED_PRODUCER,
+    client_config,
+    log_client_error,
+    split_options,
+    translate,
+)
+from streamtide.log.kafka_read import PartitionReader, to_table
+from streamtide.log.kafka_write import produce_all
+from streamtide.log.segments import iter_records
+from streamtide.log.segments import to_table as to_segment_table
+
+_TOPIC_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,248}$")
+_MAX_PARTITIONS = 100_000
+_CHUNK = 10_000
+
+
+class KafkaLog(Log):
+    """Topics of the Kafka cluster at ``bootstrap`` (``host:port[,host:port]``).
+
+    ``options`` are confluent-kafka settings (security, SASL, TLS, timeouts) given to every
+    client unchanged; ``topic.``-prefixed keys are configs of the topics this handle creates
+    (see ``kafka_client``). ``timeout_s`` bounds each call that waits for the cluster.
+    Thread-safe; clients are created on first use.
+    """
+
+    def __init__(
+        self, bootstrap: str, options: Mapping[str, Any] | None = None, *, timeout_s: float = 30.0
+    ) -> None:
+        self._bootstrap = bootstrap
+        self._options = dict(options or {})
+        self._client_options, self._topic_defaults = split_options(self._options)
+        self.timeout_s = timeout_s
+        # Check option conflicts now, not at the first read or write.
+        client_config(bootstrap, self._client_options, REQUIRED_CONSUMER)
+        client_config(bootstrap, self._client_options, REQUIRED_PRODUCER)
+        self._lock = threading.RLock()
+        self._read_lock = threading.Lock()
+        self._admin_client: Any = None
+        self._producer_client: Any = None
+        self._consumer_client: Any = None
+        self._reader: PartitionReader
+        self._fatal_error: Any = None
+        self._counts: dict[str, int] = {}
+        self._closed = False
+
+    def __reduce__(self) -> tuple[object, tuple[object, ...]]:
+        # Pickles as "connect to the same cluster" (e.g. in Spark closures); clients stay.
+        return (KafkaLog._reopen, (self._bootstrap, self._options, self.timeout_s))
+
+    @staticmethod
+    def _reopen(bootstrap: str, options: dict[str, Any], timeout_s: float) -> KafkaLog:
+        return KafkaLog(bootstrap, options, timeout_s=timeout_s)
+
+    def __repr__(self) -> str:
+        return f"KafkaLog({self._bootstrap!r})"
+
+    @property
+    def url(self) -> str:
+        return f"kafka://{self._bootstrap}"
+
+    @property
+    def bootstrap(self) -> str:
+        """The bootstrap servers, ``host:port[,host:port]``."""
+        return self._bootstrap
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The options this handle was opened with (a copy)."""
+        return dict(self._options)
+
+    # -- topics ------------------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        *,
+        exist_ok: bool = False,
+        configs: Mapping[str, str] | None = None,
+    ) -> TopicDescription:
+        self._check_open()
+        if not isinstance(name, str) or not _TOPIC_RE.match(name):
+            raise LogError(
+                f"invalid topic name {name!r}: use 1-249 of [A-Za-z0-9._-], not starting with '.'"
+            )
+        if isinstance(partitions, bool) or not isinstance(partitions, int):
+            raise LogError(f"partitions must be an int, got {type(partitions).__name__}")
+        if not 1 <= partitions <= _MAX_PARTITIONS:
+            raise LogError(f"partitions must be between 1 and {_MAX_PARTITIONS}, got {partitions}")
+        settings = {**self._topic_defaults, **{k: str(v) for k, v in (configs or {}).items()}}
+        try:
+            self._admin().create(name, partitions, settings)
+        except TopicExistsError:
+            existing = self._count(name, verify=True)
+            if not exist_ok:
+                raise TopicExistsError(f"topic {name!r} already exists in {self.url}") from None
+            if existing != partitions:
+                raise LogError(
+                    f"topic {name!r} exists with {existing} partitions, not {partitions}"
+                ) from None
+        return TopicDescription(name, partitions)
+
+    def delete_topic(self, name: str) -> None:
+        self._check_open()
+        try:
+            self._admin().delete(name)
+        finally:
+            self._counts.pop(name, None)
+
+    def list_topics(self) -> list[str]:
+        """Names of all topics, sorted; Kafka's internal ``__``-prefixed topics are left out."""
+        return sorted(t for t in self._metadata() if not t.startswith("__"))
+
+    def has_topic(self, name: str) -> bool:
+        return name in self._metadata()
+
+    def describe_topic(self, name: str) -> TopicDescription:
+        return TopicDescription(name, self._count(name, verify=True))
+
+    def topic_configs(self, name: str) -> dict[str, str]:
+        """The topic's effective configs as the broker reports them (``cleanup.policy``,
+        ``retention.ms``, ...)."""
+        self._count(name, verify=True)
+        return self._admin().configs(name)
+
+    # -- offsets -----------------------------------------------------------------------------
+
+    def end_offset(self, topic: str, partition: int) -> int:
+        return self._watermarks(topic, partition)[1]
+
+    def begin_offset(self, topic: str, partition: int) -> int:
+        return self._watermarks(topic, partition)[0]
+
+    def _watermarks(self, topic: str, partition: int) -> tuple[int, int]:
+        """Low watermark and last stable offset (the read_committed high watermark)."""
+        from confluent_kafka import TopicPartition
+
+        self._check_partition(topic, partition)
+        consumer = self._consumer()
+        try:
+            with self._read_lock:
+                low, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=self.timeout_s, cached=False
+                )
+        except Exception as e:
+            raise self._read_error(e, topic, partition, "reading the offsets of") from None
+        return int(low), int(high)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def read(
+        self,
+        topic: str,
+        partition: int,
+        start: int = 0,
+        end: int | None = None,
+        max_records: int | None = None,
+    ) -> Iterator[LogRecord]:
+        start, stop = self._plan(topic, partition, start, end, max_records)
+        return self._iter(topic, partition, start, stop, max_records)
+
+    def _iter(
+        self, topic: str, partition: int, start: int, stop: int, limit: int | None
+    ) -> Iterator[LogRecord]:
+        for table in self._chunks(topic, partition, start, stop, limit):
+            offsets = table.column("offset").to_pylist()
+            for record, offset in zip(iter_records(table, 0), offsets):
+                yield LogRecord(record.key, record.value, record.timestamp, record.headers, offset)
+
+    def read_table(
+        self,
+        topic: str,
+        partition: int,
+        start: int = 0,
+        end: int | None = None,
+        max_records: int | None = None,
+    ) -> pa.Table:
+        start, stop = self._plan(topic, partition, start, end, max_records)
+        tables = list(self._chunks(topic, partition, start, stop, max_records))
+        return pa.concat_tables(tables) if tables else to_table([])
+
+    def _chunks(
+        self, topic: str, partition: int, start: int, stop: int, limit: int | None
+    ) -> Iterator[pa.Table]:
+        """The range in tables of at most ``_CHUNK`` records; the consumer is held only while
+        one chunk is fetched, so interleaved readers each seek to their own position."""
+        position, left = start, limit
+        self._consumer()
+        while position < stop and (left is None or left > 0):
+            want = _CHUNK if left is None else min(_CHUNK, left)
+            try:
+                with self._read_lock:
+                    messages, position = self._reader.fetch(
+                        topic, partition, position, stop, want, self.timeout_s
+                    )
+            except LogError:
+                raise
+            except Exception as e:
+                raise self._read_error(e, topic, partition, "reading") from None
+            if messages:
+                left = None if left is None else left - len(messages)
+                yield to_table(messages)
+
+    def _plan(
+        self, topic: str, partition: int, start: int, end: int | None, max_records: int | None
+    ) -> tuple[int, int]:
+        """Check the range against the partition's offsets when called; the effective stop."""
+        start = _offset(start, "start")
+        end = None if end is None else _offset(end, "end")
+        if max_records is not None and (
+            isinstance(max_records, bool) or not isinstance(max_records, int) or max_records < 0
+        ):
+            raise LogError(f"max_records must be a non-negative int, got {max_records!r}")
+        low, high = self._watermarks(topic, partition)
+        stop = high if end is None else end
+        where = f"{topic}/{partition}"
+        if start < low:
+            raise OffsetOutOfRangeError(
+                f"offset {start} of {where} was truncated; the first readable offset is {low}"
+            )
+        if max(start, stop) > high:
+            raise OffsetOutOfRangeError(
+                f"offsets [{start}, {stop}) of {where} reach beyond its end offset {high}"
+            )
+        if stop < start:
+            raise LogError(f"end offset {stop} is before start offset {start}")
+        if max_records == 0:
+            stop = start
+        return start, stop
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def append(self, topic: str, partition: int, records: Records) -> int:
+        """Produce ``records`` to the partition and wait until all are acknowledged; returns
+        the first one's offset. Records of concurrent appends to one partition may interleave.
+        Invalid records are refused before anything is sent."""
+        self._check_open()
+        table = to_segment_table(records)
+        self._check_partition(topic, partition, verify=True)
+        if table.num_rows == 0:
+            return self.end_offset(topic, partition)
+        rows = list(iter_records(table, 0))
+        if any(r.timestamp < 1 for r in rows):
+            bad = next(r.timestamp for r in rows if r.timestamp < 1)
+            raise LogError(
+                f"the Kafka log stores timestamps from 1 ms on, got {bad}: Kafka has no negative "
+                "timestamps, and its client sends 0 as 'now'"
+            )
+        send = (topic, partition, rows, self.timeout_s, self._producer_fatal)
+        delivery = produce_all(self._producer(), *send)
+        if delivery.fatal is not None:
+            self._drop_producer()
+            if delivery.untouched_by_sequence_error():  # e.g. the topic was re-created
+                delivery = produce_all(self._producer(), *send)
+        if len(delivery.offsets) < len(rows):
+            if delivery.fatal is not None:
+                self._drop_producer()
+            cause = (delivery.errors or [delivery.fatal])[0]
+            error = LogError
+            if cause is None:
+                cause, error = (
+                    f"no acknowledgement within {self.timeout_s:g} s",
+                    LogUnavailableError,
+                )
+            raise error(
+                f"appending to {topic}/{partition} in {self.url}: {len(delivery.offsets)} of "
+                f"{len(rows)} record(s) acknowledged, the others failed: {cause}"
+            )
+        return min(delivery.offsets)
+
+    def write_segment(
+        self, topic: str, partition: int, records: Records, *, writer_id: str
+    ) -> SegmentRef:
+        raise self._no_sealing("write_segment")
+
+    def seal(self, topic: str, partition: int, segment: SegmentRef, *, seal_id: str) -> int:
+        raise self._no_sealing("seal")
+
+    def read_segment(self, segment: SegmentRef) -> pa.Table:
+        raise self._no_sealing("read_segment")
+
+    def list_unsealed(self, topic: str, partition: int) -> list[SegmentRef]:
+        raise self._no_sealing("list_unsealed")
+
+    def abort_unsealed(self, topic: str, partition: int, segment: SegmentRef) -> None:
+        raise self._no_sealing("abort_unsealed")
+
+    def abort_unsealed_by_prefix(
+        self, writer_prefix: str, *, topics: Iterable[str] | None = None
+    ) -> int:
+        raise self._no_sealing("abort_unsealed_by_prefix")
+
+    def _no_sealing(self, operation: str) -> UnsupportedOperationError:
+        return UnsupportedOperationError(
+            f"{operation} is part of the file log's segment commit protocol; the Kafka log "
+            "has no unsealed segments (Kafka commits through transactions)"
+        )
+
+    def truncate_before(self, topic: str, partition: int, offset: int) -> int:
+        """Purge the records below ``offset`` with Kafka's ``delete_records``; returns the new
+        begin offset. Compacted topics refuse it (Kafka's own rule)."""
+        offset = _offset(offset, "offset")
+        self._check_open()
+        self._check_partition(topic, partition, verify=True)
+        low, high = self._watermarks(topic, partition)
+        if offset > high:
+            raise OffsetOutOfRangeError(
+                f"cannot truncate {topic}/{partition} before {offset}: its end offset is {high}"
+            )
+        if offset <= low:
+            return low
+        return self._admin().delete_records(topic, partition, offset)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            producer, consumer = self._producer_client, self._consumer_client
+            self._producer_client = self._consumer_client = self._admin_client = None
+        if producer is not None:
+            producer.flush(self.timeout_s)
+        if consumer is not None:
+            with self._read_lock:
+                consumer.close()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(f"the log at {self.url} is closed")
+
+    def _admin(self) -> Any:
+        with self._lock:
+            self._check_open()
+            if self._admin_client is None:
+                from confluent_kafka.admin import AdminClient
+
+                client = AdminClient(client_config(self._bootstrap, self._client_options))
+                self._admin_client = KafkaAdmin(client, self.url, self.timeout_s)
+            return self._admin_client
+
+    def _producer(self) -> Any:
+        with self._lock:
+            self._check_open()
+            if self._producer_client is None:
+                from confluent_kafka import Producer
+
+                config = client_config(self._bootstrap, self._client_options, REQUIRED_PRODUCER)
+                config["error_cb"] = self._on_producer_error
+                self._fatal_error = None
+                self._producer_client = Producer(config)
+            return self._producer_client
+
+    def _on_producer_error(self, error: Any) -> None:
+        if error.fatal():
+            self._fatal_error = error
+        log_client_error(error)
+
+    def _producer_fatal(self) -> Any:
+        return self._fatal_error
+
+    def _drop_producer(self) -> None:
+        """Forget a producer that hit a fatal error (it cannot send again)."""
+        with self._lock:
+            self._producer_client = None
+
+    def _consumer(self) -> Any:
+        with self._lock:
+            self._check_open()
+            if self._consumer_client is None:
+                from confluent_kafka import Consumer
+
+                options = {"group.id": READER_GROUP_ID, **self._client_options}
+                config = client_config(self._bootstrap, options, REQUIRED_CONSUMER)
+                self._consumer_client = Consumer(config)
+                self._reader = PartitionReader(self._consumer_client)
+            return self._consumer_client
+
+    def _metadata(self) -> dict[str, int]:
+        """Partition counts of all topics, fresh from the cluster (and cached)."""
+        counts = self._admin().partition_counts()
+        with self._lock:
+            self._counts = dict(counts)
+        return counts
+
+    def _count(self, topic: str, *, verify: bool = False) -> int:
+        count = None if verify else self._counts.get(topic)
+        if count is None:
+            count = self._metadata().get(topic)
+        if count is None:
+            raise UnknownTopicError(f"topic {topic!r} does not exist in {self.url}")
+        return count
+
+    def _check_partition(self, topic: str, partition: int, *, verify: bool = False) -> None:
+        self._check_open()
+        count = self._count(topic, verify=verify)
+        if isinstance(partition, bool) or not isinstance(partition, int):
+            raise UnknownPartitionError(f"partition must be an int, got {partition!r}")
+        if not 0 <= partition < count:
+            raise UnknownPartitionError(
+                f"topic {topic!r} has partitions 0..{count - 1}; there is no partition {partition}"
+            )
+
+    def _read_error(self, exc: Exception, topic: str, partition: int, what: str) -> LogError:
+        """A read failure; an unknown topic or partition is re-checked against fresh metadata
+        (the topic may have been deleted since it was cached)."""
+        error = translate(exc, f"{what} {topic}/{partition} in {self.url}")
+        if isinstance(error, (UnknownTopicError, UnknownPartitionError)):
+            self._check_partition(topic, partition, verify=True)
+        return error
+
+
+def _offset(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise LogError(f"{what} must be an int offset, got {value!r}")
+    if value < 0:
+        raise OffsetOutOfRangeError(f"{what} offset must not be negative, got {value}")
+    return value

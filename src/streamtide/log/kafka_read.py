@@ -1,0 +1,125 @@
+"""Reading an offset range of one Kafka partition: assign, seek, consume, stop at the range end.
+
+Offsets in Kafka need not be dense: transaction markers take an offset each, aborted records
+are skipped by a read_committed consumer, and compaction removes records. So a range read
+stops at the first record at or past the range end, at the end-of-partition event, or when
+the consumer's position has passed the range end, whichever comes first; it never waits for
+an offset that will not come. (An end-of-partition event below the range end is an old one,
+left queued by an earlier read: the range end was checked against the end offset.)
+
+Records are turned into the Arrow layout of ``Log.read_table`` (``segments.READ_SCHEMA``)
+column by column, without a ``LogRecord`` per record.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pyarrow as pa
+
+from streamtide.log.errors import LogUnavailableError
+from streamtide.log.kafka_client import translate
+from streamtide.log.segments import READ_SCHEMA, _headers_array
+
+#: Messages asked of the client per consume() call.
+CONSUME_BATCH = 10_000
+_POLL_S = 0.05
+
+
+class PartitionReader:
+    """Reads ranges through one consumer, which it owns (callers serialise calls).
+
+    Between calls the consumer stays assigned, so a read that continues where the previous one
+    stopped (the next chunk of the same range) keeps the records the client has already
+    fetched; any other read assigns and seeks anew.
+    """
+
+    def __init__(self, consumer: Any) -> None:
+        self.consumer = consumer
+        self._cursor: tuple[str, int, int] | None = None  # what the next message follows
+
+    def fetch(
+        self, topic: str, partition: int, start: int, stop: int, limit: int, timeout_s: float
+    ) -> tuple[list[Any], int]:
+        """Up to ``limit`` records with offsets in ``[start, stop)`` and the offset to continue
+        from (``stop`` once the range is exhausted)."""
+        from confluent_kafka import TopicPartition
+
+        if start >= stop or limit <= 0:
+            return [], start if limit <= 0 else stop
+        if self._cursor != (topic, partition, start):
+            self._cursor = None
+            self.consumer.assign([TopicPartition(topic, partition, start)])
+        try:
+            return self._consume(topic, partition, start, stop, limit, timeout_s)
+        except BaseException:
+            self._cursor = None
+            raise
+
+    def _consume(
+        self, topic: str, partition: int, start: int, stop: int, limit: int, timeout_s: float
+    ) -> tuple[list[Any], int]:
+        from confluent_kafka import KafkaError, TopicPartition
+
+        where = f"reading {topic}/{partition} from offset {start}"
+        messages: list[Any] = []
+        position = start
+        deadline = time.monotonic() + timeout_s
+        while len(messages) < limit and position < stop:
+            # consume() returns early only with as many messages as asked for; a dense range
+            # has exactly stop - position of them.
+            want = min(limit - len(messages), stop - position, CONSUME_BATCH)
+            batch = self.consumer.consume(want, _POLL_S)
+            if not batch:
+                if time.monotonic() > deadline:
+                    raise LogUnavailableError(
+                        f"{where}: no answer from Kafka within {timeout_s:g} s (position "
+                        f"{position}, range end {stop})"
+                    )
+                continue
+            deadline = time.monotonic() + timeout_s
+            last = batch[-1]
+            # An end-of-partition event carries the position; a record is followed by offset+1.
+            after = last.offset() if last.error() is not None else last.offset() + 1
+            self._cursor = (topic, partition, after)
+            for message in batch:
+                error = message.error()
+                if error is not None:
+                    if error.code() != KafkaError._PARTITION_EOF:
+                        raise translate(_KafkaErrorWrapper(error), where)
+                    end = message.offset()
+                    if end is not None and 0 <= end < stop:
+                        continue  # an earlier read's end, queued before records were added
+                    return messages, stop  # nothing readable before the range end
+                offset = message.offset()
+                if offset >= stop:
+                    return messages, stop
+                messages.append(message)
+                position = offset + 1
+                if len(messages) == limit:
+                    return messages, position
+            (current,) = self.consumer.position([TopicPartition(topic, partition)])
+            if current.offset >= stop:  # passed markers or aborted records up to the end
+                return messages, stop
+        return messages, max(position, start)
+
+
+class _KafkaErrorWrapper(Exception):
+    """A KafkaError as an exception, so ``translate`` classifies it like a raised one."""
+
+
+def to_table(messages: list[Any]) -> pa.Table:
+    """Consumed messages as a table with ``READ_SCHEMA`` (offset, key, value, timestamp,
+    headers)."""
+    if not messages:
+        return READ_SCHEMA.empty_table()
+    headers = [m.headers() or () for m in messages]
+    columns = [
+        pa.array([m.offset() for m in messages], pa.int64()),
+        pa.array([m.key() for m in messages], pa.binary()),
+        pa.array([m.value() for m in messages], pa.binary()),
+        pa.array([m.timestamp()[1] for m in messages], pa.int64()),
+        _headers_array([tuple(h) for h in headers]),
+    ]
+    return pa.Table.from_arrays(columns, schema=READ_SCHEMA)

@@ -1,0 +1,156 @@
+"""Settings for ``streamtide run``: a TOML file and one flag per StreamsConfig setting."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from streamtide import StreamsConfig
+from streamtide.cli import main
+from streamtide.cli.settings import build_config, load_file, serde_names
+from streamtide.errors import ConfigError
+from streamtide.serde import Serdes
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "app.toml"
+    path.write_text(text)
+    return path
+
+
+EVERY_SETTING = """
+application_id = "clicks"
+log = "file:///tmp/x"
+state_dir = "/tmp/state"
+commit_interval = 250
+max_records_per_batch = 5000
+num_standby_replicas = 1
+acceptable_recovery_lag = 7
+max_warmup_replicas = 3
+processing_guarantee = "at_least_once"
+deserialization_exception_handler = "log_and_continue"
+default_key_serde = "string"
+default_value_serde = "json"
+cache_enabled = false
+snapshot_interval = 9
+locality_wait = 1000
+metrics_port = 9464
+batch_processing = false
+adaptive_batch_size = false
+adaptive_batch_size_limit = 300000
+invalid_timestamp_handler = "log_and_skip"
+auto_offset_reset = "earliest"
+fatal_exceptions = ["builtins.ZeroDivisionError"]
+master = "local[1]"
+
+[log_options]
+"socket.timeout.ms" = 5000
+"""
+
+
+def test_the_file_takes_every_setting(tmp_path: Path) -> None:
+    config, run = build_config(write(tmp_path, EVERY_SETTING), {})
+    assert run == {"master": "local[1]"}
+    names = {f.name for f in fields(StreamsConfig)}
+    set_in_file = {line.split(" = ")[0] for line in EVERY_SETTING.strip().splitlines()}
+    set_in_file.add("log_options")  # a table
+    assert names <= set_in_file  # the test keeps up with new settings
+    assert config.commit_interval == 250 and config.max_records_per_batch == 5000
+    assert config.processing_guarantee == "at_least_once" and config.cache_enabled is False
+    assert config.default_key_serde.name == "string" and config.default_value_serde.name == "json"
+    assert config.metrics_port == 9464 and config.locality_wait == 1000
+    assert config.batch_processing is False and config.adaptive_batch_size is False
+    assert config.adaptive_batch_size_limit == 300_000
+    assert config.invalid_timestamp_handler == "log_and_skip"
+    assert config.auto_offset_reset == "earliest"
+    assert config.fatal_exceptions == (ZeroDivisionError,)
+    assert config.log_options == {"socket.timeout.ms": 5000}
+
+
+def test_repeated_flags_for_log_options_and_fatal_exceptions(tmp_path: Path) -> None:
+    config, _ = build_config(
+        None,
+        {
+            "application_id": "a",
+            "log_options": ("security.protocol=SSL", "acks=all"),
+            "fatal_exceptions": ("builtins.KeyError",),
+        },
+    )
+    assert config.log_options == {"security.protocol": "SSL", "acks": "all"}
+    assert config.fatal_exceptions == (KeyError,)
+    with pytest.raises(ConfigError, match="KEY=VALUE"):
+        build_config(None, {"application_id": "a", "log_options": ("nonsense",)})
+    with pytest.raises(ConfigError, match="cannot find exception type"):
+        build_config(None, {"application_id": "a", "fatal_exceptions": ("nowhere.Missing",)})
+
+
+def test_flags_override_the_file(tmp_path: Path) -> None:
+    path = write(tmp_path, EVERY_SETTING)
+    config, run = build_config(
+        path,
+        {
+            "commit_interval": 10,
+            "cache_enabled": True,
+            "default_key_serde": "bytes",
+            "master": "local[2]",
+            "log": None,
+        },
+    )
+    assert config.commit_interval == 10 and config.cache_enabled is True
+    assert config.default_key_serde.name == "bytes" and config.log == "file:///tmp/x"
+    assert run["master"] == "local[2]"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            'application_id = "a"\ncommit_intervall = 5\n',
+            "app.toml: unknown setting 'commit_intervall'",
+        ),
+        ('application_id = "a"\ncommit_interval = "soon"\n', "app.toml: commit_interval must be"),
+        (
+            'application_id = "a"\ndefault_key_serde = "longer"\n',
+            "app.toml: default_key_serde must name a serde",
+        ),
+        (
+            'application_id = "a"\nnum_standby_replicas = -1\n',
+            "app.toml: num_standby_replicas must be >= 0",
+        ),
+        ("application_id = \n", "app.toml is not valid TOML"),
+        ("commit_interval = 5\n", "give --application-id"),
+    ],
+)
+def test_bad_files_name_the_file_and_the_key(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        build_config(write(tmp_path, text), {})
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_file(tmp_path / "nope.toml")
+
+
+def test_serde_names_are_the_factories_without_arguments() -> None:
+    assert {"bytes", "string", "json"} <= set(serde_names())
+    assert all(callable(getattr(Serdes, n)) for n in serde_names())
+
+
+def test_run_help_lists_a_flag_per_setting_and_rejects_bad_values(tmp_path: Path) -> None:
+    runner = CliRunner()
+    text = runner.invoke(main, ["run", "--help"]).output
+    special = {
+        "cache_enabled": "--cache / --no-cache",
+        "log_options": "--log-option",
+        "fatal_exceptions": "--fatal-exception",
+    }
+    for f in fields(StreamsConfig):
+        flag = special.get(f.name, "--" + f.name.replace("_", "-"))
+        assert flag in text, flag
+    bad = runner.invoke(main, ["run", "m:t", "--config", str(write(tmp_path, "oops = 1\n"))])
+    assert bad.exit_code == 1 and "unknown setting 'oops'" in bad.output
+    bad = runner.invoke(main, ["run", "m:t", "--application-id", "a", "--default-key-serde", "x"])
+    assert bad.exit_code == 2 and "'x' is not one of" in bad.output
