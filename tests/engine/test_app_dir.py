@@ -60,3 +60,13 @@ def test_an_unreadable_assignment_record_is_reported_with_its_path(tmp_path) -> 
     path.write_bytes(b"{")
     with pytest.raises(CorruptRecordError, match=str(path)):
         app_dir.read_assignment(3)
+
+
+def test_old_epoch_records_are_pruned_and_their_drivers_stay_fenced(tmp_path) -> None:
+    first = AppDirectory(tmp_path, "app")
+    first.take_epoch()
+    for _ in range(12):
+        AppDirectory(tmp_path, "app").take_epoch()
+    assert first.epochs() == list(range(4, 14))
+    with pytest.raises(FencedError, match="epoch 13; this driver holds epoch 1"):
+        first.check_fence()

@@ -14,10 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streamtide.log import open_log
+from tests.engine.local_driver import LocalDriver
 from tests.engine.scenarios import (
+    engine_config,
     engine_outputs,
     expected_outputs,
     make_events,
+    session_topology,
     write_events,
 )
 
@@ -120,5 +123,13 @@ def run_with_kills(
         assert got.get(partition) == records, f"partition {partition} differs"
     log = open_log(log_url)
     assert sum(log.end_offset("events", p) for p in range(2)) == len(fed)
+    LocalDriver(session_topology(), engine_config(log_url, state, app="faults"))  # a restart
+    leftovers = [
+        ref.name
+        for topic in log.list_topics()
+        for p in range(log.partitions(topic))
+        for ref in log.list_unsealed(topic, p)
+    ]
+    assert leftovers == [], f"unsealed segments of losing attempts remain: {leftovers}"
     run.seconds = round(time.monotonic() - started, 1)
     return run

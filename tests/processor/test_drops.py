@@ -23,7 +23,7 @@ def windowed_counts(windows: TimeWindows) -> TopologyTestDriver:
     config = StreamsConfig(
         application_id="drops",
         deserialization_exception_handler="log_and_continue",
-        invalid_timestamp_handler="log_and_skip",
+        invalid_timestamp_handler="log_and_skip",  # counted as a drop, not a stop
     )
     return TopologyTestDriver(builder.build(), config)
 

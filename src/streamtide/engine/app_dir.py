@@ -41,6 +41,9 @@ from streamtide.engine.protocol import (
 from streamtide.errors import CorruptRecordError, FencedError, StreamtideError
 from streamtide.files import create_exclusively, write_atomically
 
+#: Epoch records kept (older ones only tell who ran when).
+KEEP_EPOCHS = 10
+
 R = TypeVar("R", OffsetsRecord, PrepareRecord, SealRecord, CommitRecord)
 
 
@@ -78,6 +81,8 @@ class AppDirectory:
             path = self.root / "epochs" / f"{epoch:012d}.json"
             if create_exclusively(path, protocol.encode(record)):
                 self.epoch = epoch
+                for old in self.epochs()[:-KEEP_EPOCHS]:  # the newest one is all fencing needs
+                    (self.root / "epochs" / f"{old:012d}.json").unlink(missing_ok=True)
                 return epoch
 
     def check_fence(self) -> None:

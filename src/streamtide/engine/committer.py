@@ -80,7 +80,7 @@ class BatchCommitter:
 
     def start(self) -> CommitRecord | None:
         """Take a new epoch (fencing every older driver), delete what losing attempts of the
-        last committed batch left behind, and return the last commit (None: a new app)."""
+        committed batches left behind, and return the last commit (None: a new app)."""
         self.app_dir.take_epoch()
         last = self.app_dir.last_committed()
         if last is not None:

@@ -18,6 +18,7 @@ never read as records.
 from __future__ import annotations
 
 import json
+import logging
 import time
 import zlib
 
@@ -47,6 +48,8 @@ from streamtide.log.segments import (
     writer_of,
 )
 from streamtide.log.storage import TMP_PREFIX, LocalStorage
+
+log = logging.getLogger(__name__)
 
 SUBDIRS = ("segments", "manifest", "checkpoints")
 _KEEP_CHECKPOINTS = 2
@@ -154,7 +157,8 @@ class Partition:
         st = self.state
         head = {"v": 1, "next_entry": st.next_entry, "hash": st.last_hash}
         try:
-            self.storage.write_bytes_atomic(self._head, json.dumps(head).encode())
+            # a hint, not a record: losing it in a power failure only skips one check
+            self.storage.write_bytes_atomic(self._head, json.dumps(head).encode(), durable=False)
         except OSError:
             pass  # the head only helps detect lost entries; the entries stay authoritative
 
@@ -166,9 +170,9 @@ class Partition:
             expected = int(head["next_entry"])
         except FileNotFoundError:
             expected = 0  # written before heads existed, or nothing sealed yet
-        except (ValueError, KeyError, TypeError) as e:
-            where = self.storage.path(self._head)
-            raise CorruptLogError(f"partition head {where} is corrupt: {e}") from e
+        except (ValueError, KeyError, TypeError) as e:  # a torn hint: skip the tail check
+            log.warning("ignoring the unreadable head %s: %s", self.storage.path(self._head), e)
+            expected = 0
         found = self.refresh().next_entry
         missing = self.storage.path(f"{self._manifest}/{entry_name(found)}")
         later = f"{self._manifest}/{entry_name(found + 1)}"

@@ -95,15 +95,17 @@ class LocalStorage:
             raise
         self._sync_dir(rel)
 
-    def write_bytes_atomic(self, rel: str, data: bytes) -> None:
-        """Write (or replace) a small file atomically: temporary name, fsync, rename."""
-        tmp = self._write_tmp(rel, data)
+    def write_bytes_atomic(self, rel: str, data: bytes, *, durable: bool = True) -> None:
+        """Write (or replace) a small file atomically: temporary name, fsync, rename.
+        ``durable=False`` skips the fsyncs (for hints that may be lost in a power failure)."""
+        tmp = self._write_tmp(rel, data, sync=durable)
         try:
             self.fs.move(self.path(tmp), self.path(rel))
         except BaseException:
             self._remove_quietly(tmp)
             raise
-        self._sync_dir(rel)
+        if durable:
+            self._sync_dir(rel)
 
     def create_exclusive(self, rel: str, data: bytes) -> bool:
         """Create ``rel`` with ``data`` unless it exists; True if this call created it.
@@ -161,12 +163,13 @@ class LocalStorage:
         name = f"{TMP_PREFIX}{uuid.uuid4().hex}-{base}"
         return f"{head}/{name}" if head else name
 
-    def _write_tmp(self, rel: str, data: bytes) -> str:
+    def _write_tmp(self, rel: str, data: bytes, *, sync: bool = True) -> str:
         tmp = self._tmp_name(rel)
         try:
             with self.fs.open_output_stream(self.path(tmp)) as f:
                 f.write(data)
-            self._sync_file(tmp)
+            if sync:
+                self._sync_file(tmp)
         except BaseException:
             self._remove_quietly(tmp)
             raise
