@@ -11,8 +11,10 @@ the longest prefix of its window whose timestamps stay ``<= T``. The partition t
 
 from __future__ import annotations
 
-import itertools
 import math
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from streamtide.log.api import Log
 
@@ -30,21 +32,27 @@ def aligned_ends(log: Log, windows: Windows) -> dict[tuple[str, int], int]:
     capped = [key for key in busy if windows[key][1] < log.end_offset(*key)]
     if not capped or len(busy) < 2:
         return {key: end for key, (_, end) in windows.items()}
-    timestamps: dict[tuple[str, int], list[int]] = {}
+    timestamps: dict[tuple[str, int], pa.ChunkedArray] = {}
     limit = math.inf
     for (topic, partition), (start, end) in windows.items():
         if end <= start:
-            timestamps[(topic, partition)] = []
             continue
-        column = log.read_table(topic, partition, start, end).column("timestamp").to_pylist()
+        column = log.read_table(topic, partition, start, end).column("timestamp")
         timestamps[(topic, partition)] = column
         if end < log.end_offset(topic, partition):
-            limit = min(limit, max(column))
+            limit = min(limit, pc.max(column).as_py())
     ends = {}
     for key, (start, end) in windows.items():
-        if limit == math.inf:
+        if limit == math.inf or key not in timestamps:
             ends[key] = end
             continue
-        running = itertools.accumulate(timestamps[key], max)
-        ends[key] = start + sum(1 for _ in itertools.takewhile(lambda t: t <= limit, running))
+        ends[key] = start + _prefix_within(timestamps[key], limit)
     return ends
+
+
+def _prefix_within(timestamps: pa.ChunkedArray, limit: int) -> int:
+    """Length of the longest prefix whose running maximum stays ``<= limit``: the rows before
+    the first timestamp above it (computed in Arrow, not row by row in Python)."""
+    above = pc.greater(timestamps, limit)
+    first = pc.index(above, True).as_py()
+    return len(timestamps) if first < 0 else first
