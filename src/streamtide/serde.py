@@ -276,11 +276,12 @@ class TimeWindowedSerde(Serde[Windowed]):
         return f"Serdes.time_windowed({self.inner!r}, {self.window_size_ms})"
 
 
-class SessionWindowedSerde(Serde[Windowed]):
-    """A session-windowed key in Kafka's layout: the inner key's bytes, then the session end
-    and start as 8-byte longs (end first)."""
+class _BoundsLayoutSerde(Serde[Windowed]):
+    """A windowed key as the inner key's bytes followed by both window bounds as 8-byte
+    longs, in the order ``end_first`` says."""
 
-    name = "session_windowed"
+    end_first = False
+    label = "windowed"
 
     def __init__(self, inner: Serde) -> None:
         self.inner = inner
@@ -289,46 +290,41 @@ class SessionWindowedSerde(Serde[Windowed]):
         if not isinstance(value, Windowed):
             raise TypeError("expected Windowed")
         key = self.inner.serialize(value.key) or b""
-        return key + _LONG.pack(value.window.end) + _LONG.pack(value.window.start)
+        first, second = (
+            (value.window.end, value.window.start)
+            if self.end_first
+            else (value.window.start, value.window.end)
+        )
+        return key + _LONG.pack(first) + _LONG.pack(second)
 
     def _from_bytes(self, data: bytes) -> Windowed:
         if len(data) < 16:
-            raise ValueError(f"a session-windowed key needs at least 16 bytes, got {len(data)}")
+            raise ValueError(f"a {self.label} key needs at least 16 bytes, got {len(data)}")
         data = bytes(data)
-        end = _LONG.unpack_from(data, len(data) - 16)[0]
-        start = _LONG.unpack_from(data, len(data) - 8)[0]
+        first = _LONG.unpack_from(data, len(data) - 16)[0]
+        second = _LONG.unpack_from(data, len(data) - 8)[0]
+        start, end = (second, first) if self.end_first else (first, second)
         return Windowed(self.inner.deserialize(data[:-16]), Window(start, end))
 
     def __repr__(self) -> str:
-        return f"Serdes.session_windowed({self.inner!r})"
+        return f"Serdes.{self.name}({self.inner!r})"
 
 
-class WindowedSerde(Serde[Windowed]):
+class SessionWindowedSerde(_BoundsLayoutSerde):
+    """A session-windowed key in Kafka's layout: the inner key's bytes, then the session end
+    and start as 8-byte longs (end first)."""
+
+    name = "session_windowed"
+    label = "session-windowed"
+    end_first = True
+
+
+class WindowedSerde(_BoundsLayoutSerde):
     """The legacy windowed layout of Streamtide 0.1: the inner key's bytes, then window start
     and end as 8-byte longs. No Kafka tool reads it; kept to read and write data stored with
     it (``Serdes.windowed``, deprecated)."""
 
     name = "windowed"
-
-    def __init__(self, inner: Serde) -> None:
-        self.inner = inner
-
-    def _to_bytes(self, value: Windowed) -> bytes:
-        if not isinstance(value, Windowed):
-            raise TypeError("expected Windowed")
-        key = self.inner.serialize(value.key) or b""
-        return key + _LONG.pack(value.window.start) + _LONG.pack(value.window.end)
-
-    def _from_bytes(self, data: bytes) -> Windowed:
-        if len(data) < 16:
-            raise ValueError(f"a windowed key needs at least 16 bytes, got {len(data)}")
-        data = bytes(data)
-        start = _LONG.unpack_from(data, len(data) - 16)[0]
-        end = _LONG.unpack_from(data, len(data) - 8)[0]
-        return Windowed(self.inner.deserialize(data[:-16]), Window(start, end))
-
-    def __repr__(self) -> str:
-        return f"Serdes.windowed({self.inner!r})"
 
 
 class FunctionSerde(Serde[T]):

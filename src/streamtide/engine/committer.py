@@ -117,6 +117,14 @@ class BatchCommitter:
     def plan_stage(self, batch: int, stage: int, fix_ranges: FixRanges) -> PlannedStage:
         """Make sure the stage's input ranges are recorded (fixing them if not yet); return
         them when the stage still has to run (its prepare is not recorded), else None."""
+        offsets, _, step, resumed = self._ranges_recorded(batch, stage, fix_ranges)
+        return PlannedStage(offsets if step is StageStep.RUN else None, resumed)
+
+    def _ranges_recorded(
+        self, batch: int, stage: int, fix_ranges: FixRanges
+    ) -> tuple[OffsetsRecord | None, PrepareRecord | None, StageStep, bool]:
+        """Read where the stage stands; if no ranges are recorded, fix and record them.
+        Returns offsets, prepare, the next step and whether an earlier driver had begun."""
         offsets = self.app_dir.read_offsets(batch, stage)
         prepare = self.app_dir.read_prepare(batch, stage)
         seal = self.app_dir.read_seal(batch, stage)
@@ -128,7 +136,7 @@ class BatchCommitter:
                 OffsetsRecord(batch, stage, self.epoch, ranges, topic_ids)
             )
             step = StageStep.RUN
-        return PlannedStage(offsets if step is StageStep.RUN else None, resumed)
+        return offsets, prepare, step, resumed
 
     def run_stage(
         self,
@@ -139,17 +147,7 @@ class BatchCommitter:
         internal_sinks: Sequence[str] = (),
     ) -> StageResult:
         """Bring one stage of ``batch`` to sealed, from wherever the directory says it is."""
-        offsets = self.app_dir.read_offsets(batch, stage)
-        prepare = self.app_dir.read_prepare(batch, stage)
-        seal = self.app_dir.read_seal(batch, stage)
-        step = protocol.stage_step(offsets, prepare, seal)
-        resumed = step is not StageStep.FIX_RANGES
-        if step is StageStep.FIX_RANGES:
-            ranges, topic_ids = fix_ranges()
-            offsets = self.app_dir.create_offsets(
-                OffsetsRecord(batch, stage, self.epoch, ranges, topic_ids)
-            )
-            step = StageStep.RUN
+        offsets, prepare, step, resumed = self._ranges_recorded(batch, stage, fix_ranges)
         if step is StageStep.RUN:
             assert offsets is not None
             prepare = self._run(batch, stage, offsets, execute, internal_sinks)
