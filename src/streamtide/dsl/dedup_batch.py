@@ -16,6 +16,7 @@ from typing import Any
 
 from streamtide.dsl.deduplicate import DeduplicateProcessor
 from streamtide.processor.api import ProcessorContext
+from streamtide.processor.variants import register_batch_variant
 from streamtide.record import Record, RecordMetadata
 
 #: An entry: its timestamp and origin (None: a record without offset).
@@ -84,3 +85,9 @@ class BatchDeduplicateProcessor(DeduplicateProcessor):
         self._entries.clear()
         self._stored.clear()
         self._cutoff = None
+
+
+register_batch_variant(
+    DeduplicateProcessor,
+    lambda p: BatchDeduplicateProcessor(p.store_name, p.interval, p.ids),
+)

@@ -237,12 +237,6 @@ class DeduplicateProcessor(Processor):
             )
         self.store = store
 
-    def batch_variant(self) -> Processor:
-        """The same operator for batch processing (``dsl.dedup_batch``)."""
-        from streamtide.dsl.dedup_batch import BatchDeduplicateProcessor
-
-        return BatchDeduplicateProcessor(self.store_name, self.interval, self.ids)
-
     def process(self, record: Record) -> None:
         context = self.context
         dedup_id = self.ids.id_of(record)

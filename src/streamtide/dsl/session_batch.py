@@ -17,6 +17,7 @@ from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.dsl.windowed_processors import SessionWindowAggregateProcessor
 from streamtide.processor import drops
 from streamtide.processor.api import ProcessorContext
+from streamtide.processor.variants import register_batch_variant
 from streamtide.record import Record
 from streamtide.window import Window, Windowed
 
@@ -108,3 +109,12 @@ class BatchSessionWindowAggregateProcessor(SessionWindowAggregateProcessor):
 
 def _end_then_start(session: Session) -> tuple[int, int]:
     return session[1], session[0]
+
+
+def _twin(processor: SessionWindowAggregateProcessor) -> BatchSessionWindowAggregateProcessor:
+    twin = BatchSessionWindowAggregateProcessor.__new__(BatchSessionWindowAggregateProcessor)
+    twin.__dict__.update(processor.__dict__)
+    return twin
+
+
+register_batch_variant(SessionWindowAggregateProcessor, _twin)

@@ -141,14 +141,6 @@ class SessionWindowAggregateProcessor(_WindowedProcessor):
         self.aggregator = aggregator
         self.merger = merger
 
-    def batch_variant(self) -> Processor:
-        """The same operator for batch processing (``dsl.session_batch``)."""
-        from streamtide.dsl.session_batch import BatchSessionWindowAggregateProcessor
-
-        twin = BatchSessionWindowAggregateProcessor.__new__(BatchSessionWindowAggregateProcessor)
-        twin.__dict__.update(self.__dict__)
-        return twin
-
     def process(self, record: Record) -> None:
         if not self._accept(record):
             return

@@ -21,6 +21,7 @@ from streamtide.processor.api import PunctuationType, StateStore
 from streamtide.processor.nodes import ProcessorNodeDef, SinkNodeDef, SourceNodeDef
 from streamtide.processor.punctuation import PunctuationQueue, PunctuationSchedule
 from streamtide.processor.topology import Topology
+from streamtide.processor.variants import batch_variant
 from streamtide.record import Record
 from streamtide.runtime.collector import RecordCollector
 from streamtide.runtime.columns import BatchInput
@@ -136,9 +137,7 @@ class StreamTask:
                         node=definition.name,
                     )
                 if self.batch_processing and self._owns_its_stores(definition):
-                    variant = getattr(processor, "batch_variant", None)
-                    if variant is not None:
-                        processor = variant()
+                    processor = batch_variant(processor) or processor
                 node = ProcessorNode(definition.name, processor, definition.stores)
             elif isinstance(definition, SinkNodeDef):
                 node = SinkNode(
