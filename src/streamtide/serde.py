@@ -327,6 +327,14 @@ class WindowedSerde(_BoundsLayoutSerde):
     name = "windowed"
 
 
+def windowed_base_serde(serde: Serde) -> Serde | None:
+    """The serde of the base key inside a windowed key serde (None for any other serde):
+    sinks partition windowed keys by the base key, as Kafka's WindowedStreamPartitioner."""
+    if isinstance(serde, (TimeWindowedSerde, _BoundsLayoutSerde)):
+        return serde.inner
+    return None
+
+
 class FunctionSerde(Serde[T]):
     """A serde built from two functions, for user types."""
 

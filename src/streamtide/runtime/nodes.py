@@ -9,7 +9,8 @@ from streamtide.log.partitioner import partition_for_key
 from streamtide.processor.api import Processor
 from streamtide.processor.nodes import SinkNodeDef
 from streamtide.record import Record
-from streamtide.serde import Serde
+from streamtide.serde import Serde, windowed_base_serde
+from streamtide.window import Windowed
 
 if TYPE_CHECKING:
     from streamtide.runtime.collector import RecordCollector
@@ -114,6 +115,8 @@ class SinkNode:
         self._keyless = 0
         self._partitions: dict[bytes, int] = {}  # keys repeat: hash each one once
         self._num_partitions: int | None = None
+        #: windowed keys go to the partition of their base key (all windows of a key together)
+        self._base_key_serde = windowed_base_serde(key_serde)
 
     def process(self, record: Record) -> None:
         self.send(record)
@@ -153,9 +156,12 @@ class SinkNode:
                 partition = self._keyless % n
                 self._keyless += 1
             else:
-                partition = self._partitions.get(key)
+                hashed = key
+                if self._base_key_serde is not None and isinstance(record.key, Windowed):
+                    hashed = self._base_key_serde.serialize(record.key.key) or b""
+                partition = self._partitions.get(hashed)
                 if partition is None:
                     if len(self._partitions) >= _PARTITION_CACHE_SIZE:
                         self._partitions.clear()
-                    partition = self._partitions[key] = partition_for_key(key, n)
+                    partition = self._partitions[hashed] = partition_for_key(hashed, n)
         self.collector.send(self.topic, partition, key, value, record.timestamp, record.headers)
