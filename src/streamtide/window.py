@@ -65,7 +65,7 @@ _set_end = Window.end.__set__  # type: ignore[attr-defined]
 class Windowed(_Frozen, Generic[K]):
     """A key together with the window it was aggregated in."""
 
-    __slots__ = ("key", "window")
+    __slots__ = ("_hash", "key", "window")
 
     key: Any
     window: Window
@@ -73,6 +73,7 @@ class Windowed(_Frozen, Generic[K]):
     def __init__(self, key: Any, window: Window) -> None:
         _set_wkey(self, key)
         _set_window(self, window)
+        _set_hash(self, None)
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not Windowed:
@@ -80,8 +81,12 @@ class Windowed(_Frozen, Generic[K]):
         return self.key == other.key and self.window == other.window  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        window = self.window
-        return hash((self.key, window.start, window.end))
+        cached = self._hash
+        if cached is None:  # computed once: windowed keys are hashed on every cache update
+            window = self.window
+            cached = hash((self.key, window.start, window.end))
+            _set_hash(self, cached)
+        return cached
 
     def __reduce__(self) -> tuple[type[Windowed], tuple[Any, Window]]:
         return Windowed, (self.key, self.window)
@@ -92,3 +97,4 @@ class Windowed(_Frozen, Generic[K]):
 
 _set_wkey = Windowed.key.__set__  # type: ignore[attr-defined]
 _set_window = Windowed.window.__set__  # type: ignore[attr-defined]
+_set_hash = Windowed._hash.__set__  # type: ignore[attr-defined]

@@ -84,9 +84,13 @@ class SessionStore(SegmentedLayoutStore):
         segments = self._open()
         key_bytes: dict[Any, bytes] = {}
         idents: list[tuple[bytes, int, int]] = []
+        cutoffs: list[int] = []  # live_from at each update's stream time
         last: dict[tuple[bytes, int, int], int] = {}
-        live_from = segments.live_from
+        live_at, cutoff = None, 0
         for index, (now, session, value) in enumerate(updates):
+            if now != live_at:
+                live_at, cutoff = now, segments.live_from(now)
+            cutoffs.append(cutoff)
             key = session.key
             try:
                 encoded = key_bytes.get(key)
@@ -101,17 +105,23 @@ class SessionStore(SegmentedLayoutStore):
             window = session.window
             ident = (encoded, window.start, window.end)
             idents.append(ident)
-            if value is None or window.end >= live_from(now):
+            if value is None or window.end >= cutoff:
                 last[ident] = index
         put = self.inner.put
         entry_key = self._entry_key
+        segment_id = segments.segment_id
         newest = None
+        dropped_below = None
         for index, (now, _session, value) in enumerate(updates):
             ident = idents[index]
             if value is not None:
-                segments.drop_expired(now)
+                cutoff = cutoffs[index]
+                below = segment_id(cutoff)
+                if below != dropped_below:  # what put's expiry check does, once per segment
+                    segments.drop_expired(now)
+                    dropped_below = below
                 end = ident[2]
-                if end < live_from(now):
+                if end < cutoff:
                     continue
                 if newest is None or end > newest:
                     newest = end
