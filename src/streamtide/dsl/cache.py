@@ -7,6 +7,7 @@ from typing import Any
 
 from streamtide.processor.api import ProcessorContext
 from streamtide.record import Record
+from streamtide.window import Windowed
 
 
 def _cache_key(key: Any) -> Hashable:
@@ -44,6 +45,9 @@ class EmitCache:
             return
         pending = self._pending
         key = record.key
+        if key.__class__ is Windowed:  # a plain tuple hashes without a Python-level call
+            window = key.window
+            key = (key.key, window.start, window.end)
         try:
             pending.pop(key, None)  # the last update moves to the end of the emit order
         except TypeError:  # an unhashable key (a dict, a list): use a stand-in

@@ -21,7 +21,8 @@ from streamtide.processor.variants import register_batch_variant
 from streamtide.record import Record
 from streamtide.window import Window, Windowed
 
-#: A live session in memory: start, end, serialized aggregate, and its windowed key.
+#: A live session in memory: end, start, serialized aggregate, and its windowed key (tuples
+#: sort by end, then start, which are unique among a key's sessions).
 Session = tuple[int, int, bytes, Windowed]
 
 
@@ -39,7 +40,7 @@ class BatchSessionWindowAggregateProcessor(SessionWindowAggregateProcessor):
     def _load(self, key: Any, key_bytes: bytes) -> list[Session]:
         serialize = self._value_serde.serialize
         sessions = [
-            (w.window.start, w.window.end, serialize(agg), w) for w, agg in self.store.fetch(key)
+            (w.window.end, w.window.start, serialize(agg), w) for w, agg in self.store.fetch(key)
         ]
         self._sessions[key_bytes] = sessions
         return sessions
@@ -58,14 +59,14 @@ class BatchSessionWindowAggregateProcessor(SessionWindowAggregateProcessor):
         gap = self.gap
         low_end = t - gap if t - gap > live_from else live_from
         high_start = t + gap
-        merged = [s for s in sessions if s[1] >= low_end and s[0] <= high_start]
+        merged = [s for s in sessions if s[0] >= low_end and s[1] <= high_start]
         start = end = t
         initializer = self.initializer
         if merged:
             deserialize = self._value_serde.deserialize
             merger = self.merger
             agg = NO_INITIALIZER if initializer is NO_INITIALIZER else initializer()
-            for s_start, s_end, s_agg, _ in merged:
+            for s_end, s_start, s_agg, _ in merged:
                 if s_start < start:
                     start = s_start
                 if s_end > end:
@@ -86,17 +87,17 @@ class BatchSessionWindowAggregateProcessor(SessionWindowAggregateProcessor):
         created = True
         for session in merged:
             sessions.remove(session)
-            if session[0] != start or session[1] != end:
+            if session[1] != start or session[0] != end:
                 updates.append((now, session[3], None))
-                emit(Record(session[3], None, session[1], headers))
+                emit(Record(session[3], None, session[0], headers))
             else:
                 created = False
         if end >= live_from:
             serialized = self._value_serde.serialize(agg)
             updates.append((now, new, serialized))
-            sessions.append((start, end, serialized, new))
-            if len(sessions) > 1:
-                sessions.sort(key=_end_then_start)
+            sessions.append((end, start, serialized, new))
+            if len(sessions) > 1 and sessions[-2][:2] > (end, start):
+                sessions.sort()
         emit(Record(new, agg, end, headers), created)
 
     def flush(self) -> None:
@@ -105,10 +106,6 @@ class BatchSessionWindowAggregateProcessor(SessionWindowAggregateProcessor):
             self.store.write_all_at(self._updates)
         self._updates = []
         self._sessions.clear()
-
-
-def _end_then_start(session: Session) -> tuple[int, int]:
-    return session[1], session[0]
 
 
 def _twin(processor: SessionWindowAggregateProcessor) -> BatchSessionWindowAggregateProcessor:
