@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,7 @@ class StreamTask:
         self._stream_queue = self._queues[PunctuationType.STREAM_TIME]
         self._wall_queue = self._queues[PunctuationType.WALL_CLOCK_TIME]
         self._stream_due: int | None = None  # next stream-time fire time (None: none)
+        self._has_wall_schedules = False
         self.context = TaskContext(self)
         self.state_manager = state_manager or TaskStateManager(topology, self.subtopology.stores)
         self._nodes: dict[str, Any] = {}
@@ -187,6 +189,7 @@ class StreamTask:
     def add_schedule(self, schedule: PunctuationSchedule) -> None:
         self._queues[schedule.punctuation_type].add(schedule)
         self._stream_due = UNKNOWN_TIME if self._stream_queue else None  # check at next record
+        self._has_wall_schedules = bool(self._wall_queue)
 
     # ---- input ---------------------------------------------------------------------------
 
@@ -274,9 +277,8 @@ class StreamTask:
             keys, values, errors = source.deserialize_columns(columns.keys, columns.values)
             inputs.append((topic, source.children, columns, keys, values, errors))
         rows: Iterable[tuple[int, int]] = (
-            order if order is not None else ((0, row) for row in range(len(taken[0][1])))
+            order if order is not None else zip(repeat(0), range(len(taken[0][1])))
         )
-        wall_queue = self._wall_queue
         self._next_stream_due()
         dispatch = self.dispatch
         done = 0
@@ -308,7 +310,7 @@ class StreamTask:
                 if due is not None and self.stream_time >= due:
                     self.punctuate_stream_time()
                     self._next_stream_due()
-                if wall_queue:
+                if self._has_wall_schedules:
                     self.punctuate_wall_clock()
         finally:
             context.clear_source()

@@ -48,7 +48,7 @@ def range_end(headers: Any) -> tuple[bool, bytes | None]:
 def buffer_records(buffer: WriteBuffer) -> list[ChangelogRecord]:
     """The changelog records that replay ``buffer`` (range deletes first, then keys)."""
     records = [range_delete_record(begin, end) for begin, end in buffer.range_deletes]
-    records.extend((key, value, ()) for key, value in buffer.items())
+    records.extend([(key, value, ()) for key, value in buffer.items()])
     return records
 
 
