@@ -32,6 +32,7 @@ from streamtide import (
     SessionWindows,
     StreamsBuilder,
     StreamsConfig,
+    TimeWindows,
     Topology,
 )
 from streamtide.log import LogRecord, open_log
@@ -125,10 +126,38 @@ def punctuated_counts() -> Topology:
     return builder.build()
 
 
+def time_window_and_key_aggregates() -> Topology:
+    """Hopping-window and per-key aggregates (their stores keep result timestamps), one with
+    the record cache off so that every update's timestamp is compared."""
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", Consumed.with_(STRING, JSON)).group_by_key()
+    (
+        grouped.windowed_by(
+            TimeWindows.of_size(timedelta(seconds=10))
+            .advance_by(timedelta(seconds=5))
+            .grace(timedelta(seconds=3))
+        )
+        .count(Materialized.as_("windows").with_caching_disabled())
+        .to_stream()
+        .to("windows", Produced.with_(Serdes.windowed(STRING), Serdes.long()))
+    )
+    (
+        grouped.aggregate(
+            lambda: 0,
+            lambda k, v, total: total + v["n"],
+            Materialized.as_("sums").with_value_serde(Serdes.long()),
+        )
+        .to_stream()
+        .to("sums", Produced.with_(STRING, Serdes.long()))
+    )
+    return builder.build()
+
+
 TOPOLOGIES: dict[str, Callable[[], Topology]] = {
     "dedup-sessions": dedup_then_sessions,
     "by-id-list-sessions": dedup_by_id_and_list_sessions,
     "punctuated": punctuated_counts,
+    "windows-and-sums": time_window_and_key_aggregates,
 }
 
 
@@ -142,7 +171,7 @@ def run_batches(
 ) -> dict[str, Any]:
     """Run the input in batches through ``run_work_unit`` and return everything visible."""
     log = open_log(f"file://{root / 'log'}")
-    for topic in ("in", "unique", "sessions"):
+    for topic in ("in", "unique", "sessions", "windows", "sums"):
         log.create_topic(topic, 1)
     log.append("in", 0, records)
     config = StreamsConfig(
@@ -236,7 +265,8 @@ def test_batch_path_equals_record_path(name: str, data: Any) -> None:
     assert batch_path.keys() == record_path.keys()
     for what in record_path:
         assert batch_path[what] == record_path[what], what
-    assert record_path["sessions"] or record_path.get("unique") or not records
+    outputs = ("sessions", "unique", "windows", "sums")
+    assert any(record_path.get(topic) for topic in outputs) or not records
 
 
 def test_batch_path_keeps_emitted_aggregates_intact() -> None:

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 class StreamAggregateProcessor(Processor):
     """Folds each record into the aggregate of its key and emits the new aggregate.
 
-    Records with a None key or value are dropped (``dropped-records``), as in Kafka Streams.
+    The result's timestamp is the larger of the record's and the previous result's, kept with
+    the aggregate in the (timestamped) store. Records with a None key or value are dropped
+    (``dropped-records``), as in Kafka Streams.
     """
 
     def __init__(
@@ -46,16 +48,18 @@ class StreamAggregateProcessor(Processor):
         if record.key is None or record.value is None:
             drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
             return
-        old = self.store.get(record.key)
+        old = self.store.get_with_timestamp(record.key)
+        timestamp = record.timestamp
         if old is None:
             if self.initializer is NO_INITIALIZER:
                 new = record.value
             else:
                 new = self.adder(record.key, record.value, self.initializer())
         else:
-            new = self.adder(record.key, record.value, old)
-        self.store.put(record.key, new)
-        self.cache.emit(record.with_value(new))
+            new = self.adder(record.key, record.value, old.value)
+            timestamp = max(timestamp, old.timestamp)
+        self.store.put_with_timestamp(record.key, new, timestamp)
+        self.cache.emit(Record(record.key, new, timestamp, record.headers))
 
 
 class KGroupedStream:
@@ -106,6 +110,7 @@ class KGroupedStream:
             key_serde,
             value_serde,
             logging_enabled=materialized.logging_enabled,
+            timestamped=True,
         )
         topology = self.builder.topology
         caching = materialized.caching_enabled

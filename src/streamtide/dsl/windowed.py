@@ -101,9 +101,13 @@ class TimeWindowedKStream(_WindowedKStream):
             )
         return max(windows.size_ms, materialized.retention)
 
-    def _store(self, retention: int) -> Callable[..., WindowStoreBuilder]:
+    def _store(self, retention: int, timestamped: bool) -> Callable[..., WindowStoreBuilder]:
+        """Window stores of aggregations keep each window's timestamp; distinct's need not
+        (it emits a window once, with its first record's timestamp)."""
         size = self.windows.size_ms
-        return lambda supplier, ks, vs: WindowStoreBuilder(supplier, size, retention, ks, vs)
+        return lambda supplier, ks, vs: WindowStoreBuilder(
+            supplier, size, retention, ks, vs, timestamped=timestamped
+        )
 
     def _aggregate(
         self,
@@ -122,7 +126,7 @@ class TimeWindowedKStream(_WindowedKStream):
             materialized,
             named,
             value_serde,
-            self._store(retention),
+            self._store(retention, timestamped=True),
             lambda store, caching: TimeWindowAggregateProcessor(
                 store, windows, initializer, aggregator, caching
             ),
@@ -183,7 +187,7 @@ class TimeWindowedKStream(_WindowedKStream):
             materialized,
             named,
             self.grouped.value_serde,
-            self._store(retention),
+            self._store(retention, timestamped=False),
             lambda store, caching: TimeWindowDistinctProcessor(store, windows, caching),
         )
 

@@ -49,7 +49,9 @@ class TimeWindowAggregateProcessor(_WindowedProcessor):
     """Adds each record to every window containing it that still accepts records.
 
     A window accepts records while ``end > stream_time - grace``; for every window that no
-    longer does, the record is dropped for it and counted in ``dropped-records``.
+    longer does, the record is dropped for it and counted in ``dropped-records``. A window's
+    result carries the largest timestamp of the records added to it, kept with the aggregate
+    in the (timestamped) window store.
     """
 
     def __init__(
@@ -82,15 +84,17 @@ class TimeWindowAggregateProcessor(_WindowedProcessor):
         for window in windows:
             if window.end <= closed_before:
                 continue
-            old = self.store.get(key, window.start)
+            old = self.store.get_with_timestamp(key, window.start)
+            timestamp = record.timestamp
             if old is not None:
-                new = self.aggregator(key, value, old)
+                new = self.aggregator(key, value, old.value)
+                timestamp = max(timestamp, old.timestamp)
             elif self.initializer is NO_INITIALIZER:
                 new = value
             else:
                 new = self.aggregator(key, value, self.initializer())
-            self.store.put(key, window.start, new)
-            self._emit(record, Windowed(key, window), new, record.timestamp)
+            self.store.put_with_timestamp(key, window.start, new, timestamp)
+            self._emit(record, Windowed(key, window), new, timestamp)
 
 
 class TimeWindowDistinctProcessor(_WindowedProcessor):

@@ -12,10 +12,12 @@ from streamtide.state.stores import (
     Stores,
     key_value_store_kinds,
 )
-from streamtide.state.typed import SerdeKeyValueStore
-from streamtide.state.window_store import WindowStore
+from streamtide.state.timestamped import NO_TIMESTAMP, ValueAndTimestamp
+from streamtide.state.typed import SerdeKeyValueStore, TimestampedKeyValueStore
+from streamtide.state.window_store import TimestampedWindowStore, WindowStore
 
 __all__ = [
+    "NO_TIMESTAMP",
     "ChangeLoggingKeyValueBytesStore",
     "DedupStore",
     "InMemoryKeyValueBytesStore",
@@ -27,6 +29,9 @@ __all__ = [
     "SerdeKeyValueStore",
     "SessionStore",
     "Stores",
+    "TimestampedKeyValueStore",
+    "TimestampedWindowStore",
+    "ValueAndTimestamp",
     "WindowStore",
     "key_value_store_kinds",
 ]

@@ -13,6 +13,7 @@ from streamtide.errors import StoreError
 from streamtide.processor.api import StateStore, StateStoreContext
 from streamtide.serde import Serde
 from streamtide.state.api import KeyValueBytesStore
+from streamtide.state.timestamped import TimestampedValueSerde
 
 
 class BytesLayoutStore(StateStore):
@@ -56,7 +57,15 @@ class BytesLayoutStore(StateStore):
 
 
 class SerdeLayoutStore(BytesLayoutStore):
-    """A layout with key and value serdes; those left None are the task's defaults."""
+    """A layout with key and value serdes; those left None are the task's defaults.
+
+    A *timestamped* layout stores each value with a timestamp (``state.timestamped``): its
+    ``value_serde`` is then a ``TimestampedValueSerde`` around the given one, so the layout's
+    ordinary methods read and write plain values.
+    """
+
+    #: whether values are stored with a timestamp (set by the timestamped layouts)
+    timestamped = False
 
     def __init__(
         self,
@@ -66,12 +75,17 @@ class SerdeLayoutStore(BytesLayoutStore):
     ) -> None:
         super().__init__(inner)
         self.key_serde = key_serde
-        self.value_serde = value_serde
+        self.value_serde = self._stored_values(value_serde)
 
     def init(self, context: StateStoreContext) -> None:
         self.key_serde = self.key_serde or context.default_key_serde
-        self.value_serde = self.value_serde or context.default_value_serde
+        self.value_serde = self.value_serde or self._stored_values(context.default_value_serde)
         super().init(context)
+
+    def _stored_values(self, serde: Serde | None) -> Serde | None:
+        if serde is None or not self.timestamped:
+            return serde
+        return TimestampedValueSerde(serde)
 
     def _key_bytes(self, key: Any) -> bytes:
         """The serialized ``key``; a None key is refused."""

@@ -10,7 +10,6 @@ structure exists that a restore from the changelog would have to rebuild.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from streamtide.errors import StoreError
 from streamtide.processor.api import StateStoreContext
@@ -148,14 +147,17 @@ class SegmentedLayoutStore(SerdeLayoutStore):
             raise StoreError(f"{self.label} {self.name!r} is not open")
         return self._segments
 
-    def _write(self, segments: Segments, raw_key: bytes, time: int, value: Any) -> None:
-        """Store ``value`` under ``raw_key``, indexed at ``time``; None deletes. Writes to an
-        expired time are ignored; segments that expired entirely are dropped first."""
-        if value is None:
+    def _write(
+        self, segments: Segments, raw_key: bytes, time: int, raw_value: bytes | None
+    ) -> None:
+        """Store the serialized ``raw_value`` under ``raw_key``, indexed at ``time``; None
+        deletes. Writes to an expired time are ignored; segments that expired entirely are
+        dropped first."""
+        if raw_value is None:
             self.inner.put(raw_key, None)
             return
         segments.drop_expired()
         if not segments.is_live(time):
             return
         segments.note_time(time)
-        self.inner.put(raw_key, self.value_serde.serialize(value))  # type: ignore[union-attr]
+        self.inner.put(raw_key, raw_value)

@@ -69,7 +69,7 @@ class SessionStore(SegmentedLayoutStore):
         segments = self._open()
         start, end = session.window.start, session.window.end
         raw = self._entry_key(segments, self._key_bytes(session.key), start, end)
-        self._write(segments, raw, end, aggregate)
+        self._write(segments, raw, end, self.value_serde.serialize(aggregate))  # type: ignore[union-attr]
 
     def remove(self, session: Windowed) -> None:
         """Delete ``session`` (no-op when it is not stored)."""

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 from streamtide.state.api import KeyValueBytesStore
 from streamtide.state.changelogging import ChangeLoggingKeyValueBytesStore
 from streamtide.state.memory import InMemoryKeyValueBytesStore
-from streamtide.state.typed import SerdeKeyValueStore
+from streamtide.state.typed import SerdeKeyValueStore, TimestampedKeyValueStore
 
 _STORE_KINDS: dict[str, Callable[[str], KeyValueBytesStore]] = {
     "in_memory": InMemoryKeyValueBytesStore,
@@ -86,13 +86,15 @@ class SupplierStoreBuilder:
 
 @dataclass
 class KeyValueStoreBuilder(SupplierStoreBuilder):
-    """Builds a typed key-value store per task; logging (changelog) is on by default."""
+    """Builds a typed key-value store per task; logging (changelog) is on by default.
+    ``timestamped`` stores keep each value's timestamp (``TimestampedKeyValueStore``)."""
 
     supplier: KeyValueBytesStoreSupplier
     key_serde: Serde | None = None
     value_serde: Serde | None = None
     logging_enabled: bool = True
     log_config: dict[str, Any] = field(default_factory=dict)
+    timestamped: bool = False
 
     def with_logging_enabled(self, config: dict[str, Any] | None = None) -> KeyValueStoreBuilder:
         self.logging_enabled = True
@@ -100,7 +102,8 @@ class KeyValueStoreBuilder(SupplierStoreBuilder):
         return self
 
     def build(self) -> SerdeKeyValueStore:
-        return SerdeKeyValueStore(self._inner(), self.key_serde, self.value_serde)
+        store = TimestampedKeyValueStore if self.timestamped else SerdeKeyValueStore
+        return store(self._inner(), self.key_serde, self.value_serde)
 
 
 def _check_name(name: str) -> str:

@@ -9,6 +9,7 @@ from streamtide.errors import StoreError
 from streamtide.serde import Serde
 from streamtide.state.api import KeyValueBytesStore, KeyValueStore
 from streamtide.state.layout import SerdeLayoutStore
+from streamtide.state.timestamped import ValueAndTimestamp
 
 
 class SerdeKeyValueStore(SerdeLayoutStore, KeyValueStore[Any, Any]):
@@ -70,3 +71,23 @@ class SerdeKeyValueStore(SerdeLayoutStore, KeyValueStore[Any, Any]):
 
     def all(self) -> Iterator[tuple[Any, Any]]:
         return self._decode(self.inner.all())
+
+
+class TimestampedKeyValueStore(SerdeKeyValueStore):
+    """A key-value store that keeps each value's timestamp (``state.timestamped``).
+
+    Its ``KeyValueStore`` methods are the plain view users read: values without timestamps
+    (a plain ``put`` stores ``NO_TIMESTAMP``). The DSL's aggregations use
+    ``get_with_timestamp`` and ``put_with_timestamp``.
+    """
+
+    timestamped = True
+
+    def get_with_timestamp(self, key: Any) -> ValueAndTimestamp | None:
+        raw = self.inner.get(self._key_bytes(key))
+        return self.value_serde.deserialize_with_timestamp(raw)  # type: ignore[union-attr]
+
+    def put_with_timestamp(self, key: Any, value: Any, timestamp: int) -> None:
+        """Store ``value`` with ``timestamp``; None deletes the key."""
+        raw = self.value_serde.serialize_with_timestamp(value, timestamp)  # type: ignore[union-attr]
+        self.inner.put(self._key_bytes(key), raw)

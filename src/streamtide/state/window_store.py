@@ -29,6 +29,7 @@ from streamtide.state.encoding import (
 )
 from streamtide.state.segments import SegmentedLayoutStore, Segments
 from streamtide.state.stores import KeyValueBytesStoreSupplier, SupplierStoreBuilder
+from streamtide.state.timestamped import ValueAndTimestamp
 from streamtide.window import Window, Windowed
 
 
@@ -76,7 +77,7 @@ class WindowStore(SegmentedLayoutStore):
         """
         segments = self._open()
         raw = self._entry_key(segments, self._key_bytes(key), window_start)
-        self._write(segments, raw, window_start, value)
+        self._write(segments, raw, window_start, self.value_serde.serialize(value))  # type: ignore[union-attr]
 
     # ---- reads ---------------------------------------------------------------------------
 
@@ -125,10 +126,36 @@ class WindowStore(SegmentedLayoutStore):
         return self.fetch_all()
 
 
+class TimestampedWindowStore(WindowStore):
+    """A window store that keeps each window's timestamp (``state.timestamped``).
+
+    Its ``WindowStore`` methods are the plain view users read: values without timestamps (a
+    plain ``put`` stores ``NO_TIMESTAMP``). The DSL's window aggregations use
+    ``get_with_timestamp`` and ``put_with_timestamp``.
+    """
+
+    timestamped = True
+
+    def get_with_timestamp(self, key: Any, window_start: int) -> ValueAndTimestamp | None:
+        """The value and timestamp of one window of ``key``, or None (also when expired)."""
+        segments = self._open()
+        if not segments.is_live(window_start):
+            return None
+        raw = self.inner.get(self._entry_key(segments, self._key_bytes(key), window_start))
+        return self.value_serde.deserialize_with_timestamp(raw)  # type: ignore[union-attr]
+
+    def put_with_timestamp(self, key: Any, window_start: int, value: Any, timestamp: int) -> None:
+        """Store ``value`` with ``timestamp`` for one window of ``key``; None deletes."""
+        segments = self._open()
+        raw = self._entry_key(segments, self._key_bytes(key), window_start)
+        stored = self.value_serde.serialize_with_timestamp(value, timestamp)  # type: ignore[union-attr]
+        self._write(segments, raw, window_start, stored)
+
+
 @dataclass
 class WindowStoreBuilder(SupplierStoreBuilder):
     """Builds one ``WindowStore`` per task over the supplier's bytes store (changelogged by the
-    supplier unless logging is disabled)."""
+    supplier unless logging is disabled); a ``TimestampedWindowStore`` if ``timestamped``."""
 
     supplier: KeyValueBytesStoreSupplier
     window_size_ms: int
@@ -136,9 +163,11 @@ class WindowStoreBuilder(SupplierStoreBuilder):
     key_serde: Serde | None = None
     value_serde: Serde | None = None
     logging_enabled: bool = True
+    timestamped: bool = False
 
     def build(self) -> WindowStore:
-        return WindowStore(
+        store = TimestampedWindowStore if self.timestamped else WindowStore
+        return store(
             self._inner(),
             self.window_size_ms,
             self.retention_ms,
