@@ -50,8 +50,14 @@ _COLUMN_TYPES = {
 Partitioner = Callable[[Any, Any, int], int]
 
 
-def _open(log: str | Log, options: Mapping[str, Any] | None) -> Log:
-    return open_log(log, **dict(options or {})) if isinstance(log, str) else log
+def _open(log: str | Log, options: dict[str, Any]) -> Log:
+    """The log to use on the driver. Given an open Kafka log and no options, the executors
+    connect with that log's options (credentials, TLS): they are added to ``options``."""
+    if isinstance(log, str):
+        return open_log(log, **options)
+    if isinstance(log, KafkaLog) and not options:
+        options.update(log.options)
+    return log
 
 
 def column_type(serde: Serde, schema: Any = None) -> Any:
@@ -102,7 +108,7 @@ def read_topic(
     a partition to its first / end offset (default: begin offset / current end; a partition
     missing from ``end_offsets`` ends at its current end). The ranges are fixed when this is
     called, so evaluating the DataFrame twice gives the same rows. ``log_options`` are the
-    log client's settings (as ``StreamsConfig.log_options``), used with a log URL.
+    log client's settings (as ``StreamsConfig.log_options``); an open Kafka log brings its own.
     """
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
@@ -175,7 +181,8 @@ def write_topic(
     keyless records). A record goes to ``partitioner(key, value, partitions)`` if given, else
     to the partition of its serialized key (Kafka's murmur2), keyless records round-robin.
     ``timestamp_col`` holds epoch ms or Spark timestamps (default: the time of writing). The
-    rows of one Spark partition keep their order within each log partition.
+    rows of one Spark partition keep their order within each log partition. ``log_options``
+    are as for ``read_topic``.
 
     On the file log the call appends all rows or none. On Kafka each Spark partition commits
     its own transaction, so a call that fails may have appended the rows of some Spark
