@@ -4,24 +4,35 @@ Reading: one Spark partition per log partition; each executor reads its own part
 committed records (in Arrow chunks) and decodes them with the given serdes. The driver only
 fixes the offset ranges, so it never holds the records.
 
-Writing: each Spark task writes its rows as unsealed segments of the topic, named after the
-call and its Spark partition; the driver then seals the segments of the one successful attempt
-per Spark partition, with seal ids that make sealing idempotent, and aborts whatever failed or
-retried attempts left behind. So a retried Spark task never appends twice.
+Writing to the file log: each Spark task writes its rows as unsealed segments of the topic,
+named after the call and its Spark partition; the driver then seals the segments of the one
+successful attempt per Spark partition, with seal ids that make sealing idempotent, and aborts
+whatever failed or retried attempts left behind. So a retried Spark task never appends twice.
+
+Writing to Kafka: each Spark task appends its rows in one transaction whose id is the call's
+and the Spark partition's, together with a marker of the write (``log.kafka_once``). A retried
+attempt fences the earlier ones and writes nothing if one of them committed; a failed call
+fences every Spark partition's transactional id, so no transaction stays open.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from streamtide.engine.interop import spark_context
-from streamtide.errors import ConfigError
-from streamtide.log import open_log
-from streamtide.log.api import Log, SegmentRef
+from streamtide.errors import ConfigError, LogError
+from streamtide.log import KafkaLog, open_log
+from streamtide.log.api import Log, LogRecord, SegmentRef
+from streamtide.log.kafka_once import append_once, fence, marker_offsets
 from streamtide.log.partitioner import partition_for_key
 from streamtide.serde import Serde, Serdes
+
+LOGGER = logging.getLogger("streamtide.dataframes")
 
 #: Records per Arrow batch when reading, and per segment when writing.
 CHUNK = 65_536
@@ -39,8 +50,14 @@ _COLUMN_TYPES = {
 Partitioner = Callable[[Any, Any, int], int]
 
 
-def _open(log: str | Log, options: Mapping[str, Any] | None) -> Log:
-    return open_log(log, **dict(options or {})) if isinstance(log, str) else log
+def _open(log: str | Log, options: dict[str, Any]) -> Log:
+    """The log to use on the driver. Given an open Kafka log and no options, the executors
+    connect with that log's options (credentials, TLS): they are added to ``options``."""
+    if isinstance(log, str):
+        return open_log(log, **options)
+    if isinstance(log, KafkaLog) and not options:
+        options.update(log.options)
+    return log
 
 
 def column_type(serde: Serde, schema: Any = None) -> Any:
@@ -91,7 +108,7 @@ def read_topic(
     a partition to its first / end offset (default: begin offset / current end; a partition
     missing from ``end_offsets`` ends at its current end). The ranges are fixed when this is
     called, so evaluating the DataFrame twice gives the same rows. ``log_options`` are the
-    log client's settings (as ``StreamsConfig.log_options``), used with a log URL.
+    log client's settings (as ``StreamsConfig.log_options``); an open Kafka log brings its own.
     """
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
@@ -164,69 +181,86 @@ def write_topic(
     keyless records). A record goes to ``partitioner(key, value, partitions)`` if given, else
     to the partition of its serialized key (Kafka's murmur2), keyless records round-robin.
     ``timestamp_col`` holds epoch ms or Spark timestamps (default: the time of writing). The
-    rows of one Spark partition keep their order within each log partition.
+    rows of one Spark partition keep their order within each log partition. ``log_options``
+    are as for ``read_topic``.
+
+    On the file log the call appends all rows or none. On Kafka each Spark partition commits
+    its own transaction, so a call that fails may have appended the rows of some Spark
+    partitions (each at most once).
     """
     options = dict(log_options or {})
     log_ = _open(log, options)
     partitions = log_.partitions(topic)  # UnknownTopicError names a missing topic
-    call = uuid.uuid4().hex[:16]
-    prefix = f"write_topic/{call}/"
     columns = [c for c in (key_col, value_col, timestamp_col) if c is not None]
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise ConfigError(f"write_topic: no column(s) {missing} in {df.columns}")
     url = log_.url
-    spec = _WriteSpec(topic, partitions, prefix, key_col, value_col, timestamp_col)
+    since = marker_offsets(log_) if isinstance(log_, KafkaLog) else None
+    call = uuid.uuid4().hex[:16]
+    spec = _WriteSpec(topic, partitions, call, key_col, value_col, timestamp_col, since)
     key_serde = key_serde or Serdes.bytes()
     value_serde = value_serde or Serdes.bytes()
+    encode = (key_serde, value_serde, partitioner)
 
-    def write(index: int, rows: Iterator[Any]) -> Iterator[dict[str, Any]]:
+    def write(index: int, rows: Iterator[Any]) -> Iterator[Any]:
         writer = open_log(url, **options)
         try:
-            yield from write_partition(
-                writer, spec, index, rows, key_serde, value_serde, partitioner
-            )
+            if isinstance(writer, KafkaLog):
+                yield write_partition_once(writer, spec, index, rows, *encode)
+            else:
+                yield from write_partition(writer, spec, index, rows, *encode)
         finally:
             writer.close()
 
-    refs = df.select(*columns).rdd.mapPartitionsWithIndex(write).collect()
-    return seal_written(log_, topic, prefix, refs)
+    rdd = df.select(*columns).rdd
+    if not isinstance(log_, KafkaLog):
+        return seal_written(log_, topic, spec.prefix, rdd.mapPartitionsWithIndex(write).collect())
+    try:
+        return sum(rdd.mapPartitionsWithIndex(write).collect())
+    except BaseException:
+        # Attempts that died may have left transactions open: abort them for good.
+        try:
+            fence(log_, topic, [spec.write_id(i) for i in range(rdd.getNumPartitions())])
+        except LogError as e:
+            LOGGER.warning(
+                "write_topic to %r failed, and so did aborting its attempts: %s", topic, e
+            )
+        raise
 
 
+@dataclass(frozen=True)
 class _WriteSpec:
-    """What every Spark task of one ``write_topic`` call needs to know."""
+    """What every Spark task of one ``write_topic`` call needs to know. ``since``: on Kafka,
+    the offsets of the marker topic when the call began (``kafka_once.marker_offsets``)."""
 
-    def __init__(
-        self,
-        topic: str,
-        partitions: int,
-        prefix: str,
-        key_col: str | None,
-        value_col: str,
-        timestamp_col: str | None,
-    ) -> None:
-        self.topic, self.partitions, self.prefix = topic, partitions, prefix
-        self.key_col, self.value_col, self.timestamp_col = key_col, value_col, timestamp_col
+    topic: str
+    partitions: int
+    call: str
+    key_col: str | None
+    value_col: str
+    timestamp_col: str | None
+    since: Mapping[int, int] | None = None
+
+    @property
+    def prefix(self) -> str:
+        """The writer id prefix of the call's segments on the file log."""
+        return f"write_topic/{self.call}/"
+
+    def write_id(self, index: int) -> str:
+        """The id of the call's write of Spark partition ``index`` on Kafka."""
+        return f"{self.call}-{index}"
 
 
-def write_partition(
-    log: Log,
+def encode_rows(
     spec: _WriteSpec,
     index: int,
     rows: Iterator[Any],
     key_serde: Serde,
     value_serde: Serde,
     partitioner: Partitioner | None,
-) -> Iterator[dict[str, Any]]:
-    """Write one Spark partition's rows as unsealed segments (one attempt: its own writer
-    id); yield each segment's ref with its position, for the driver to seal."""
-    import time
-
-    from streamtide.log.api import LogRecord
-
-    writer_id = f"{spec.prefix}{index}/{uuid.uuid4().hex[:12]}"
-    buffers: dict[int, list[LogRecord]] = {}
-    written = 0
+) -> Iterator[tuple[int, LogRecord]]:
+    """Each row as its log partition and record."""
     round_robin = index
     now = time.time_ns() // 1_000_000
     for row in rows:
@@ -246,7 +280,41 @@ def write_partition(
             partition = round_robin % spec.partitions
             round_robin += 1
         timestamp = _millis(row[spec.timestamp_col]) if spec.timestamp_col else now
-        record = LogRecord(key_bytes, value_serde.serialize(value), timestamp)
+        yield partition, LogRecord(key_bytes, value_serde.serialize(value), timestamp)
+
+
+def write_partition_once(
+    log: KafkaLog,
+    spec: _WriteSpec,
+    index: int,
+    rows: Iterator[Any],
+    key_serde: Serde,
+    value_serde: Serde,
+    partitioner: Partitioner | None,
+) -> int:
+    """Write one Spark partition's rows to Kafka in one transaction, unless an earlier attempt
+    committed them; the number of records of the Spark partition."""
+    if spec.since is None:
+        raise ConfigError("a write to Kafka needs the marker offsets taken when it began")
+    records = encode_rows(spec, index, rows, key_serde, value_serde, partitioner)
+    return append_once(log, spec.topic, records, write_id=spec.write_id(index), since=spec.since)
+
+
+def write_partition(
+    log: Log,
+    spec: _WriteSpec,
+    index: int,
+    rows: Iterator[Any],
+    key_serde: Serde,
+    value_serde: Serde,
+    partitioner: Partitioner | None,
+) -> Iterator[dict[str, Any]]:
+    """Write one Spark partition's rows as unsealed segments (one attempt: its own writer
+    id); yield each segment's ref with its position, for the driver to seal."""
+    writer_id = f"{spec.prefix}{index}/{uuid.uuid4().hex[:12]}"
+    buffers: dict[int, list[LogRecord]] = {}
+    written = 0
+    for partition, record in encode_rows(spec, index, rows, key_serde, value_serde, partitioner):
         buffer = buffers.setdefault(partition, [])
         buffer.append(record)
         if len(buffer) >= CHUNK:

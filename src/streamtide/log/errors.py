@@ -10,6 +10,7 @@ __all__ = [
     "LogError",
     "LogUnavailableError",
     "OffsetOutOfRangeError",
+    "ProducerFencedError",
     "SealConflictError",
     "SegmentError",
     "TopicExistsError",
@@ -48,3 +49,8 @@ class LogUnavailableError(LogError):
 class UnsupportedOperationError(LogError):
     """This kind of log does not offer the operation (for example segment sealing, which
     only the file log's commit protocol uses)."""
+
+
+class ProducerFencedError(LogError):
+    """A newer attempt of the same transactional write took over (Kafka fenced this producer):
+    this attempt's uncommitted records are discarded and it must stop."""

@@ -1,4 +1,5 @@
-"""Topic administration for the Kafka log: metadata, create, delete, configs, delete_records.
+"""Topic administration for the Kafka log: metadata, create, delete, configs, delete_records,
+high watermarks.
 
 Each call waits at most the log's timeout and turns client errors into ``LogError`` types.
 Metadata is always asked for all topics, never for one by name: a metadata request naming a
@@ -81,6 +82,23 @@ class KafkaAdmin:
                 ) from None
             raise translate(e, f"truncating {topic}/{partition} before {offset}") from None
         return int(result.low_watermark)
+
+    def high_watermark(self, topic: str, partition: int) -> int:
+        """The offset after the partition's last record, committed or not (a read_committed
+        reader's end is the last stable offset, which an open transaction holds back)."""
+        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        target = TopicPartition(topic, partition)
+        futures = self.client.list_offsets(
+            {target: OffsetSpec.latest()},
+            isolation_level=IsolationLevel.READ_UNCOMMITTED,
+            request_timeout=self.timeout_s,
+        )
+        try:
+            return int(next(iter(futures.values())).result(self.timeout_s).offset)
+        except Exception as e:
+            raise translate(e, f"reading the high watermark of {topic}/{partition}") from None
 
     def await_metadata(self, topic: str, partitions: int | None) -> None:
         """Wait until metadata shows ``topic`` with ``partitions`` (None: no longer shows it):

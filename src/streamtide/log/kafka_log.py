@@ -7,7 +7,7 @@ handle. Offsets may have gaps (transaction markers, aborted records, compaction)
 read returns the records that exist in the range.
 
 Segment sealing (``write_segment``, ``seal``, ...) is the file log's commit protocol; on Kafka
-the engine will commit with transactions instead, so those methods raise
+writes commit with transactions instead (``kafka_once``), so those methods raise
 ``UnsupportedOperationError``.
 
 Topic metadata is cached per handle. Writes and truncations re-read it first, because a
@@ -171,6 +171,12 @@ class KafkaLog(Log):
 
     def begin_offset(self, topic: str, partition: int) -> int:
         return self._watermarks(topic, partition)[0]
+
+    def high_watermark(self, topic: str, partition: int) -> int:
+        """The offset after the last record written, committed or not; ``end_offset`` (the last
+        stable offset) stays below it while a transaction is open on the partition."""
+        self._check_partition(topic, partition)
+        return self._admin().high_watermark(topic, partition)
 
     def _watermarks(self, topic: str, partition: int) -> tuple[int, int]:
         """Low watermark and last stable offset (the read_committed high watermark)."""
