@@ -111,15 +111,15 @@ CASES = [
 
 
 def _batches(ops: Any) -> Any:
-    """Batches of operations, each committed or aborted, in one of the two commit modes."""
+    """Batches of operations, each committed or aborted."""
     batch = st.tuples(st.lists(ops, max_size=8), st.sampled_from([True, True, True, False]))
-    return st.tuples(st.lists(batch, min_size=1, max_size=6), st.booleans())
+    return st.lists(batch, min_size=1, max_size=6)
 
 
-def _check(store_type: str, kind: str, interval: int, batches: list, apply_on_flush: bool) -> None:  # type: ignore[type-arg]
+def _check(store_type: str, kind: str, interval: int, batches: list) -> None:  # type: ignore[type-arg]
     make_builder, apply_op, view, _ = STORE_TYPES[store_type]
     topology = store_topology(make_builder(KeyValueBytesStoreSupplier("s", kind)))
-    options = {"snapshot_interval": interval, "apply_on_flush": apply_on_flush}
+    options = {"snapshot_interval": interval}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         log = file_log(root / "log")
@@ -156,8 +156,7 @@ def _check(store_type: str, kind: str, interval: int, batches: list, apply_on_fl
 def test_rebuilt_store_equals_the_original(
     store_type: str, kind: str, interval: int, data: st.DataObject
 ) -> None:
-    batches, apply_on_flush = data.draw(_batches(STORE_TYPES[store_type][3]))
-    _check(store_type, kind, interval, batches, apply_on_flush)
+    _check(store_type, kind, interval, data.draw(_batches(STORE_TYPES[store_type][3])))
 
 
 def test_snapshots_were_really_used() -> None:

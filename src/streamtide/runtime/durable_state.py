@@ -3,15 +3,10 @@
 At ``open`` every logged store is brought to the committed changelog end: from the offset in
 the task's checkpoint file when it can be trusted, else from a wiped local copy plus the newest
 snapshot (see ``runtime.restore``). At the task's commit (``flush``) the buffered writes are
-sent to the changelog through the task's ``RecordCollector``. Then either:
-
-- ``apply_on_flush=True``: they are applied to the local stores at once; the checkpoint first
-  marks those stores dirty, and ``on_committed()`` confirms them once the changelog holds them
-  (a crash in between makes the next open rebuild the store); or
-- ``apply_on_flush=False`` (exactly-once): they are held; ``on_committed()`` applies them once
-  the changelog holds exactly them, ``abort()`` drops them, and closing the task without either
-  drops them too, the next ``open`` replaying what was committed. RocksDB then only ever holds
-  committed data.
+sent to the changelog through the task's ``RecordCollector`` and held: ``on_committed()``
+applies them once the changelog holds exactly them, ``abort()`` drops them, and closing the
+task without either drops them too, the next ``open`` replaying what was committed. RocksDB
+only ever holds committed data.
 
 Every ``snapshot_interval`` confirmed commits, stores are snapshotted next to the log; the two
 newest snapshots are kept, and the changelog is truncated only below the older of them.
@@ -58,7 +53,7 @@ def load_checkpoint(task_dir: Path) -> tuple[TaskCheckpoint | None, str | None]:
 
 
 class DurableTaskStateManager(TaskStateManager):
-    """Checkpoints, restore, deferred application and snapshots; see the module docstring."""
+    """Checkpoints, restore, deferred commits and snapshots; see the module docstring."""
 
     def __init__(
         self,
@@ -66,7 +61,6 @@ class DurableTaskStateManager(TaskStateManager):
         store_names: list[str],
         log_: Log,
         *,
-        apply_on_flush: bool = True,
         snapshots: SnapshotStore | None = None,
         snapshot_interval: int = 0,
         truncate_changelog: bool = True,
@@ -78,7 +72,6 @@ class DurableTaskStateManager(TaskStateManager):
     ) -> None:
         super().__init__(topology, store_names)
         self.log = log_
-        self.apply_on_flush = apply_on_flush
         self.snapshots = snapshots if snapshots is not None else default_snapshot_store(log_)
         self.snapshot_interval = snapshot_interval
         self.truncate_changelog = truncate_changelog
@@ -145,7 +138,7 @@ class DurableTaskStateManager(TaskStateManager):
                 (time.perf_counter() - started) * 1000,
             )
         if restored:
-            self._commits += 1  # the previous batch's commit, applied here (deferred mode)
+            self._commits += 1  # the previous batch's commit, applied here
         self._write_checkpoint()
         if restored:
             self._maybe_snapshot()
@@ -153,17 +146,9 @@ class DurableTaskStateManager(TaskStateManager):
     # ---- commit --------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """Send the buffered writes to the changelogs; apply them now if ``apply_on_flush``."""
+        """Send the buffered writes to the changelogs and hold them until confirmed."""
         for name, count in self.send_changelogs().items():
             self.changelogs[name].unconfirmed += count
-        if self.apply_on_flush:
-            fresh = [cl for cl in self.changelogs.values() if cl.store.unapplied and not cl.dirty]
-            for cl in fresh:
-                cl.dirty = True
-            if any(cl.persistent for cl in fresh):
-                self._write_checkpoint()  # name them dirty before the local stores change
-            for cl in self.changelogs.values():
-                cl.store.apply_sent()
         for store in self.stores.values():
             store.flush()
 
@@ -173,7 +158,7 @@ class DurableTaskStateManager(TaskStateManager):
         batch: int | None = None,
         changelog_ends: dict[str, int] | None = None,
     ) -> None:
-        """This attempt's records are committed (sealed): confirm or apply them, record the
+        """This attempt's records are committed (sealed): apply them, record the
         task's committed metadata, and snapshot when due. Call ``abort`` instead when another
         attempt of the batch was committed.
 
@@ -186,8 +171,7 @@ class DurableTaskStateManager(TaskStateManager):
             ends = changelog_ends or {}
             end = ends[cl.name] if cl.name in ends else restorer.end(cl)
             if end == cl.position + cl.unconfirmed:
-                if not cl.dirty:
-                    cl.store.apply_sent()
+                cl.store.apply_sent()
                 cl.position = end
             else:
                 log.warning(
@@ -201,10 +185,7 @@ class DurableTaskStateManager(TaskStateManager):
                     cl.name,
                 )
                 cl.store.discard_sent()
-                if cl.dirty:
-                    restorer.rebuild(cl, "it holds writes of an attempt that was not committed")
                 restorer.replay(cl, end)
-            cl.dirty = False
             cl.unconfirmed = 0
         if committed is not None:
             self.committed = committed
@@ -216,24 +197,22 @@ class DurableTaskStateManager(TaskStateManager):
 
     def abort(self) -> None:
         """Drop this attempt's writes and bring the stores to the committed changelog end
-        (also right when another attempt of the batch was committed instead); stores that
-        already applied the dropped writes are rebuilt."""
+        (also right when another attempt of the batch was committed instead)."""
         restorer = self._require_restorer()
         for cl in self.changelogs.values():
             cl.store.discard_writes()
             cl.store.discard_sent()
             cl.unconfirmed = 0
-            if cl.dirty:
-                restorer.rebuild(cl, "it holds writes of an aborted attempt")
             restorer.replay(cl)
         self._write_checkpoint()
 
     def catch_up(self) -> int:
-        """Replay what others committed to the changelogs since (clean stores only)."""
+        """Replay what others committed to the changelogs since (stores holding no sent
+        records only)."""
         restorer = self._require_restorer()
         applied = 0
         for cl in self.changelogs.values():
-            if not cl.dirty and not cl.unconfirmed:
+            if not cl.unconfirmed:
                 applied += restorer.replay(cl)
         if applied:
             self._write_checkpoint()
@@ -272,17 +251,14 @@ class DurableTaskStateManager(TaskStateManager):
     def _write_checkpoint(self) -> None:
         if self.task_dir is None:
             return
-        offsets: dict[str, int | None] = {}
+        offsets: dict[str, int] = {}
         for name, cl in self.changelogs.items():
             if not cl.persistent:
                 continue
-            if cl.dirty:
-                offsets[name] = None
-            else:
-                sync = getattr(cl.local, "sync", None)
-                if sync is not None and self.fsync:
-                    sync()
-                offsets[name] = cl.position
+            sync = getattr(cl.local, "sync", None)
+            if sync is not None and self.fsync:
+                sync()
+            offsets[name] = cl.position
         checkpoint = TaskCheckpoint(
             offsets=offsets,
             committed=self.committed.to_dict() if self.committed is not None else {},
@@ -298,7 +274,7 @@ class DurableTaskStateManager(TaskStateManager):
         restorer = self._require_restorer()
         app, task = restorer.application_id, restorer.task_id
         for cl in self.changelogs.values():
-            if cl.dirty or cl.position == 0:
+            if cl.position == 0:
                 continue
             existing = snapshots.offsets(app, task, cl.name)
             if existing and existing[-1] >= cl.position:

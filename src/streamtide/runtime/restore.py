@@ -47,8 +47,7 @@ def default_snapshot_store(log_: Log) -> SnapshotStore:
 class StoreChangelog:
     """A logged store with its changelog partition and local position.
 
-    ``position`` is the changelog offset the local copy is current to (confirmed data only);
-    ``dirty`` says the local copy also holds applied writes not yet confirmed committed;
+    ``position`` is the changelog offset the local copy is current to (committed data only);
     ``unconfirmed`` counts the changelog records sent since the last confirmation.
     """
 
@@ -57,7 +56,6 @@ class StoreChangelog:
     topic: str
     partition: int
     position: int = 0
-    dirty: bool = False
     unconfirmed: int = 0
 
     @property
@@ -133,11 +131,6 @@ class ChangelogRestorer:
         if cl.name not in checkpoint.offsets:
             return None, "the checkpoint has no offset for it", info
         offset = checkpoint.offsets[cl.name]
-        if offset is None:
-            why = (
-                "the checkpoint marks it dirty (it may hold writes the changelog does not confirm)"
-            )
-            return None, why, warning
         if offset > end:
             why = f"the checkpoint offset {offset} is ahead of the changelog end {end}"
             return None, why, warning
@@ -160,7 +153,7 @@ class ChangelogRestorer:
         begin, end = self.begin(cl), self.end(cl)
         offset, why, level = self.problem(cl, checkpoint, checkpoint_problem, begin, end)
         if why is None:
-            cl.position, cl.dirty = int(offset), False  # type: ignore[arg-type]
+            cl.position = int(offset)  # type: ignore[arg-type]
             return
         self.rebuild(cl, why, begin, end, level=level)
 
@@ -179,7 +172,6 @@ class ChangelogRestorer:
         begin = self.begin(cl) if begin is None else begin
         end = self.end(cl) if end is None else end
         cl.local.clear()
-        cl.dirty = False
         if end == 0:
             level = logging.DEBUG
         for snapshot in self._usable_snapshots(cl, begin, end):

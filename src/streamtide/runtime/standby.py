@@ -206,7 +206,7 @@ class StandbyTask:
 
     def checkpoint(self) -> None:
         """Record the local offsets of the persistent stores in the task's checkpoint."""
-        offsets: dict[str, int | None] = {}
+        offsets: dict[str, int] = {}
         for name, cl in self.changelogs.items():
             if cl.persistent:
                 sync = getattr(cl.local, "sync", None)

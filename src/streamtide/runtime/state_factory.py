@@ -86,7 +86,6 @@ def make_state_manager(
         config=config,
         task_id=task_id,
         state_dir=Path(state_dir),
-        apply_on_flush=False,
         snapshot_interval=config.snapshot_interval,
         batch=batch,
     )
