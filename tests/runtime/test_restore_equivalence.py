@@ -39,7 +39,7 @@ def _kv_op(run: Any, op: tuple) -> None:  # type: ignore[type-arg]
     if op[0] == "put":
         store.put(op[1], op[2])
     else:  # the bytes level: a range delete, as segmented stores issue
-        run.manager.logged["s"].delete_range(op[1].encode(), op[2].encode())
+        run.stores.logged["s"].delete_range(op[1].encode(), op[2].encode())
 
 
 def _dedup_op(run: Any, op: tuple) -> None:  # type: ignore[type-arg]
@@ -131,17 +131,17 @@ def _check(store_type: str, kind: str, interval: int, batches: list) -> None:  #
                 run.commit()
             else:
                 run.commit(seal=False, confirm=False)
-                run.manager.abort()
+                run.stores.abort()
         stream_time = run.task.stream_time
-        raw = list(run.manager.logged["s"].all())
-        local = list(run.manager.logged["s"].inner.all())
+        raw = list(run.stores.logged["s"].all())
+        local = list(run.stores.logged["s"].inner.all())
         public = view(run.store("s"))
         run.close()
         assert raw == local  # nothing unconfirmed is left in the local store
         for state_dir in ("rebuilt", "original"):  # from scratch, then from the checkpoint
             again = open_task(log, topology, root / state_dir, **options)
             again.task.stream_time = stream_time
-            assert list(again.manager.logged["s"].inner.all()) == raw
+            assert list(again.stores.logged["s"].inner.all()) == raw
             assert view(again.store("s")) == public
             again.close()
 

@@ -102,6 +102,14 @@ def read_checkpoint(task_dir: str | Path) -> TaskCheckpoint | None:
         raise CheckpointError(f"corrupt checkpoint file {path}: {exc}") from exc
 
 
+def load_checkpoint(task_dir: str | Path) -> tuple[TaskCheckpoint | None, str | None]:
+    """The task's checkpoint (None if there is none), or ``(None, why it is unusable)``."""
+    try:
+        return read_checkpoint(task_dir), None
+    except CheckpointError as exc:
+        return None, str(exc)
+
+
 def delete_checkpoint(task_dir: str | Path) -> None:
     try:
         checkpoint_path(task_dir).unlink()

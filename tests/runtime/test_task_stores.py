@@ -1,4 +1,4 @@
-"""DurableTaskStateManager: checkpoints, restore, deferred commits, bad checkpoints, snapshots."""
+"""TaskStores of an active task: checkpoints, restore, commits, bad checkpoints, snapshots."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def _contents(run) -> dict[str, int]:  # type: ignore[no-untyped-def]
 
 
 def _local(run) -> list[tuple[bytes, bytes]]:  # type: ignore[no-untyped-def]
-    return list(run.manager.logged["kv"].inner.all())
+    return list(run.stores.logged["kv"].inner.all())
 
 
 BATCHES = [{"a": 1, "b": 2}, {"a": 3, "c": 4}, {"b": None, "d": 5}, {"e": 6}]
@@ -91,7 +91,7 @@ def test_an_aborted_attempt_never_reaches_rocksdb(tmp_path: Path) -> None:
     run.store("kv").put("a", 100)
     run.store("kv").put("zombie", 1)
     run.commit(seal=False, confirm=False)
-    run.manager.abort()
+    run.stores.abort()
     assert _contents(run) == {"a": 1}
     run.close()
     db = RocksDBKeyValueBytesStore("kv").open_standalone(tmp_path / "state" / APP / "0_0" / "kv")
@@ -113,9 +113,9 @@ def _other_attempt_wins(tmp_path: Path, their_records: int):  # type: ignore[no-
 
 def test_when_another_attempt_wins_abort_adopts_its_writes(tmp_path: Path) -> None:
     run, theirs = _other_attempt_wins(tmp_path, 1)
-    run.manager.abort()
+    run.stores.abort()
     assert _contents(run) == theirs
-    assert run.manager.local_offsets() == {"kv": 1}
+    assert run.stores.local_offsets() == {"kv": 1}
     run.close()
 
 
@@ -124,7 +124,7 @@ def test_confirming_a_commit_the_log_does_not_match_follows_the_log(
 ) -> None:
     run, theirs = _other_attempt_wins(tmp_path, 3)
     with caplog.at_level(logging.WARNING):
-        run.manager.on_committed()
+        run.stores.on_committed()
     assert "ends at 3, not at 1" in caplog.text
     assert _contents(run) == theirs
     run.close()
@@ -142,7 +142,7 @@ def test_a_crash_after_sending_unconfirmed_writes_leaves_committed_state(
         (k.encode(), Serdes.int().serialize(v)) for k, v in expected.items()
     )
     assert read_checkpoint(tmp_path / "state" / APP / "0_0").offsets == {"kv": 4}  # type: ignore[union-attr]
-    run.task.state_manager.stores["kv"].close()
+    run.task.stores.stores["kv"].close()
     with caplog.at_level(logging.WARNING):
         run = open_task(log, _topology(), tmp_path / "state")
     assert caplog.text == ""  # nothing to distrust, nothing rebuilt
@@ -345,14 +345,14 @@ def test_checkpoint_carries_the_committed_metadata(tmp_path: Path) -> None:
     state = run.task.commit()
     run.collector.seal()
     committed = TaskCommittedState({"in:0": 42}, 1234, {"p/0/stream_time/10": 2000})
-    run.manager.on_committed(committed, batch=17)
+    run.stores.on_committed(committed, batch=17)
     run.close()
     checkpoint = read_checkpoint(tmp_path / "state" / APP / "0_0")
     assert checkpoint is not None and checkpoint.batch == 17 and checkpoint.commits == 1
     assert TaskCommittedState.from_dict(checkpoint.committed) == committed != state
     run = open_task(log, _topology(), tmp_path / "state")
-    assert run.manager.checkpointed_state == committed
-    assert run.manager.local_offsets() == {"kv": 1}
+    assert run.stores.checkpointed_state == committed
+    assert run.stores.local_offsets() == {"kv": 1}
     run.close()
 
 
