@@ -27,7 +27,7 @@ from bench.workload import TOPIC, Workload, generate, write_log
 from streamtide import StreamsConfig
 from streamtide.log import open_log
 from streamtide.log.api import SegmentRef
-from streamtide.runtime.state_factory import make_state_manager
+from streamtide.runtime.state_factory import make_task_stores
 from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
 
 
@@ -57,7 +57,7 @@ def run_task(
         spec = WorkUnitSpec(batch, 0, "c", [ActiveSpec("0_0", {TOPIC: [start, end]}, state)])
         if profiler is not None:
             profiler.enable()
-        report = run_work_unit(topology, config, log, spec, make_state_manager)
+        report = run_work_unit(topology, config, log, spec, make_task_stores)
         if profiler is not None:
             profiler.disable()
         (task,) = report["tasks"]

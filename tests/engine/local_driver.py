@@ -15,7 +15,7 @@ from streamtide.engine.protocol import CommitRecord, Ranges, resume_batch
 from streamtide.log import open_log
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import offset_key
-from streamtide.runtime.state_factory import make_state_manager
+from streamtide.runtime.state_factory import make_task_stores
 from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
 
 CLIENT = "local"
@@ -97,6 +97,6 @@ class LocalDriver:
             ],
         )
         spec = WorkUnitSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
-        report = run_work_unit(self.topology, self.config, self.log, spec, make_state_manager)
+        report = run_work_unit(self.topology, self.config, self.log, spec, make_task_stores)
         report["ran_on"] = {"executor": CLIENT}
         return [(CLIENT, report)]

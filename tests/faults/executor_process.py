@@ -7,7 +7,7 @@ import json
 import sys
 
 from streamtide.log import open_log
-from streamtide.runtime.state_factory import make_state_manager
+from streamtide.runtime.state_factory import make_task_stores
 from streamtide.runtime.work_unit import WorkUnitSpec, run_work_unit
 from tests.engine.scenarios import session_topology
 from tests.faults.driver_process import make_config
@@ -18,7 +18,7 @@ def main() -> None:
     config = make_config(message["config"])
     spec = WorkUnitSpec.from_dict(message["spec"])
     log = open_log(config.log)
-    report = run_work_unit(session_topology(), config, log, spec, make_state_manager)
+    report = run_work_unit(session_topology(), config, log, spec, make_task_stores)
     sys.stdout.write(json.dumps(report))
 
 

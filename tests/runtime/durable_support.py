@@ -12,8 +12,8 @@ from streamtide.processor.api import Processor, StoreBuilder
 from streamtide.processor.topology import Topology
 from streamtide.record import Record
 from streamtide.runtime.committed import TaskCommittedState
-from streamtide.runtime.durable_state import DurableTaskStateManager
 from streamtide.runtime.stream_task import StreamTask
+from streamtide.runtime.task_stores import TaskStores
 
 APP = "app"
 
@@ -65,10 +65,10 @@ def store_topology(*builders: StoreBuilder) -> Topology:
 
 @dataclass
 class TaskRun:
-    """An open task with its durable state manager and collector."""
+    """An open task with its stores and collector."""
 
     task: StreamTask
-    manager: DurableTaskStateManager
+    stores: TaskStores
     collector: SealingCollector
 
     def store(self, name: str) -> Any:
@@ -76,14 +76,14 @@ class TaskRun:
 
     def commit(self, *, seal: bool = True, confirm: bool = True) -> TaskCommittedState:
         """The task's commit; ``seal`` makes the changelog visible; ``confirm`` tells the
-        manager so (``on_committed``)."""
+        stores so (``on_committed``)."""
         state = self.task.commit()
         if seal:
             self.collector.seal()
         else:
             self.collector.drop()
         if confirm:
-            self.manager.on_committed(state)
+            self.stores.on_committed(state)
         return state
 
     @property
@@ -102,7 +102,7 @@ def open_task(
     partition: int = 0,
     **options: Any,
 ) -> TaskRun:
-    manager = DurableTaskStateManager.for_task(topology, 0, log, fsync=False, **options)
+    stores = TaskStores.for_task(topology, 0, log, fsync=False, **options)
     collector = SealingCollector(log)
     task = StreamTask(
         topology,
@@ -111,7 +111,7 @@ def open_task(
         collector,
         application_id=APP,
         state_dir=state_dir,
-        state_manager=manager,
+        stores=stores,
     )
     task.initialize()
-    return TaskRun(task, manager, collector)
+    return TaskRun(task, stores, collector)

@@ -36,7 +36,7 @@ from streamtide import (
     Topology,
 )
 from streamtide.log import LogRecord, open_log
-from streamtide.runtime.state_factory import make_state_manager
+from streamtide.runtime.state_factory import make_task_stores
 from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
 from streamtide.state.stores import Stores
 
@@ -187,7 +187,7 @@ def run_batches(
         if batch in wipes:
             shutil.rmtree(root / "state", ignore_errors=True)
         spec = WorkUnitSpec(batch, 0, "c", [ActiveSpec("0_0", {"in": [start, end]}, state)])
-        report = run_work_unit(topology, config, log, spec, make_state_manager)
+        report = run_work_unit(topology, config, log, spec, make_task_stores)
         (task,) = report["tasks"]
         for segment in task["segments"]:
             ref = _segment(segment)

@@ -19,7 +19,7 @@ from streamtide.state.checkpoint import (
 
 def test_round_trip_and_replace(tmp_path: Path) -> None:
     assert read_checkpoint(tmp_path) is None
-    first = TaskCheckpoint({"a": 3, "b": None}, {"offsets": {"in:0": 7}}, batch=4, commits=2)
+    first = TaskCheckpoint({"a": 3, "b": 0}, {"offsets": {"in:0": 7}}, batch=4, commits=2)
     write_checkpoint(tmp_path, first)
     assert read_checkpoint(tmp_path) == first
     second = TaskCheckpoint({"a": 9})

@@ -39,7 +39,7 @@ def _kv_op(run: Any, op: tuple) -> None:  # type: ignore[type-arg]
     if op[0] == "put":
         store.put(op[1], op[2])
     else:  # the bytes level: a range delete, as segmented stores issue
-        run.manager.logged["s"].delete_range(op[1].encode(), op[2].encode())
+        run.stores.logged["s"].delete_range(op[1].encode(), op[2].encode())
 
 
 def _dedup_op(run: Any, op: tuple) -> None:  # type: ignore[type-arg]
@@ -111,15 +111,15 @@ CASES = [
 
 
 def _batches(ops: Any) -> Any:
-    """Batches of operations, each committed or aborted, in one of the two commit modes."""
+    """Batches of operations, each committed or aborted."""
     batch = st.tuples(st.lists(ops, max_size=8), st.sampled_from([True, True, True, False]))
-    return st.tuples(st.lists(batch, min_size=1, max_size=6), st.booleans())
+    return st.lists(batch, min_size=1, max_size=6)
 
 
-def _check(store_type: str, kind: str, interval: int, batches: list, apply_on_flush: bool) -> None:  # type: ignore[type-arg]
+def _check(store_type: str, kind: str, interval: int, batches: list) -> None:  # type: ignore[type-arg]
     make_builder, apply_op, view, _ = STORE_TYPES[store_type]
     topology = store_topology(make_builder(KeyValueBytesStoreSupplier("s", kind)))
-    options = {"snapshot_interval": interval, "apply_on_flush": apply_on_flush}
+    options = {"snapshot_interval": interval}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         log = file_log(root / "log")
@@ -131,17 +131,17 @@ def _check(store_type: str, kind: str, interval: int, batches: list, apply_on_fl
                 run.commit()
             else:
                 run.commit(seal=False, confirm=False)
-                run.manager.abort()
+                run.stores.abort()
         stream_time = run.task.stream_time
-        raw = list(run.manager.logged["s"].all())
-        local = list(run.manager.logged["s"].inner.all())
+        raw = list(run.stores.logged["s"].all())
+        local = list(run.stores.logged["s"].inner.all())
         public = view(run.store("s"))
         run.close()
         assert raw == local  # nothing unconfirmed is left in the local store
         for state_dir in ("rebuilt", "original"):  # from scratch, then from the checkpoint
             again = open_task(log, topology, root / state_dir, **options)
             again.task.stream_time = stream_time
-            assert list(again.manager.logged["s"].inner.all()) == raw
+            assert list(again.stores.logged["s"].inner.all()) == raw
             assert view(again.store("s")) == public
             again.close()
 
@@ -156,8 +156,7 @@ def _check(store_type: str, kind: str, interval: int, batches: list, apply_on_fl
 def test_rebuilt_store_equals_the_original(
     store_type: str, kind: str, interval: int, data: st.DataObject
 ) -> None:
-    batches, apply_on_flush = data.draw(_batches(STORE_TYPES[store_type][3]))
-    _check(store_type, kind, interval, batches, apply_on_flush)
+    _check(store_type, kind, interval, data.draw(_batches(STORE_TYPES[store_type][3])))
 
 
 def test_snapshots_were_really_used() -> None:

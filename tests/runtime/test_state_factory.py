@@ -1,4 +1,4 @@
-"""``make_state_manager`` inside the engine's work unit: deferred commits, own-batch restore at
+"""``make_task_stores`` inside the engine's work unit: deferred commits, own-batch restore at
 the next batch, and standby slots (sealing done here, as the driver would)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from durable_support import file_log
 from streamtide import Processor, Serdes, StreamsConfig, Topology
 from streamtide.log import LogRecord, SegmentRef
 from streamtide.record import Record
-from streamtide.runtime.state_factory import make_state_manager
+from streamtide.runtime.state_factory import make_task_stores
 from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
 from streamtide.state import Stores
 
@@ -55,7 +55,7 @@ def test_work_units_restore_their_own_batch_and_update_standbys(tmp_path: Path) 
     reports = []
     for batch, (start, end) in enumerate([(0, 4), (4, 7)]):
         spec = WorkUnitSpec(batch, 0, "c1", [ActiveSpec("0_1", {"in": [start, end]}, state)])
-        report = run_work_unit(topology, config, log, spec, make_state_manager)
+        report = run_work_unit(topology, config, log, spec, make_task_stores)
         _seal(log, report, batch)
         state = report["tasks"][0]["state"]
         reports.append(report["tasks"][0])
@@ -68,8 +68,8 @@ def test_work_units_restore_their_own_batch_and_update_standbys(tmp_path: Path) 
     assert replayed == {b"a": 3, b"b": 2, b"c": 2}
 
     standby = WorkUnitSpec(2, 0, "c2", [], ["0_1"])
-    first = run_work_unit(topology, config, log, standby, make_state_manager)["standbys"]["0_1"]
+    first = run_work_unit(topology, config, log, standby, make_task_stores)["standbys"]["0_1"]
     assert first["local_offsets"] == {"counts": log.end_offset(CHANGELOG, 1)}
     assert first["lag"] == 0 and first["applied"] == 6
-    again = run_work_unit(topology, config, log, standby, make_state_manager)["standbys"]["0_1"]
+    again = run_work_unit(topology, config, log, standby, make_task_stores)["standbys"]["0_1"]
     assert again["applied"] == 0 and again["offset_sum"] == 6

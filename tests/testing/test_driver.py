@@ -53,6 +53,22 @@ def test_stores_are_reachable_by_kind() -> None:
             driver.get_state_store("nope")
 
 
+def test_every_pipe_commits_and_the_stores_apply_what_they_sent() -> None:
+    with TopologyTestDriver(upper_topology()) as driver:
+        inp = driver.create_input_topic("in", Serdes.string(), Serdes.string())
+        (task,) = [t for t in driver.tasks if "counts" in t.subtopology.stores]
+        logged = task.stores.logged["counts"]
+        changelog = task.stores.changelog_topic("counts")
+        seen: set[bytes] = set()
+        for count, key in enumerate(["k", "j", "k"], start=1):
+            inp.pipe_input(key, "a", count)
+            seen.add(key.encode())
+            assert logged.pending == 0 and logged.unapplied == 0  # nothing held back
+            assert [k for k, _ in logged.inner.all()] == sorted(seen)  # the local store has it
+            assert len(driver.topic_records(changelog)) == count
+            assert task.stores.local_offsets() == {"counts": count}
+
+
 def test_unknown_input_topic_is_rejected() -> None:
     with (
         TopologyTestDriver(upper_topology()) as driver,

@@ -68,7 +68,7 @@ class StreamsApp:
         *,
         master: str = "local[2]",
         assignor: Assignor = assign,
-        state_manager_factory: Any = "durable",
+        stores_factory: Any = "durable",
     ) -> None:
         self.topology = topology
         self.config = config or StreamsConfig()
@@ -76,11 +76,11 @@ class StreamsApp:
         self._master = master
         self._owns_spark = spark is None
         self.assignor = assignor
-        if state_manager_factory == "durable":
-            from streamtide.runtime.state_factory import make_state_manager
+        if stores_factory == "durable":
+            from streamtide.runtime.state_factory import make_task_stores
 
-            state_manager_factory = make_state_manager
-        self.state_manager_factory = state_manager_factory
+            stores_factory = make_task_stores
+        self.stores_factory = stores_factory
         self.log = open_log(self.config.log)
         self.app_dir = AppDirectory(app_dir_for(self.config), self.config.application_id)
         self.committer = BatchCommitter(self.app_dir, self.log, self.config.application_id)
@@ -138,7 +138,7 @@ class StreamsApp:
         from pyspark import cloudpickle
 
         ship_user_modules(self.topology)
-        self._blob = cloudpickle.dumps((self.topology, self.config, self.state_manager_factory))
+        self._blob = cloudpickle.dumps((self.topology, self.config, self.stores_factory))
         last = self.committer.start()  # takes an epoch: any older driver is fenced now
         self._next_batch = resume_batch(last)
         if last is not None:

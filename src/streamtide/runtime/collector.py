@@ -21,3 +21,20 @@ class RecordCollector(Protocol):
         timestamp: int,
         headers: Any,
     ) -> None: ...
+
+
+def send_records(
+    collector: RecordCollector,
+    topic: str,
+    partition: int,
+    records: list[tuple[bytes, bytes | None, Any]],
+    timestamp: int,
+) -> None:
+    """Send ``(key, value, headers)`` records, in one call if the collector has ``send_many``."""
+    send_many = getattr(collector, "send_many", None)
+    if send_many is not None:
+        keys, values, headers = zip(*records)
+        send_many(topic, partition, list(keys), list(values), [timestamp] * len(keys), headers)
+        return
+    for key, value, headers in records:
+        collector.send(topic, partition, key, value, timestamp, headers)

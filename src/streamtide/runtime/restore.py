@@ -1,9 +1,11 @@
 """Bringing a logged store's local copy to the committed changelog end.
 
 One code path serves an active task's restore at open, its catch-up after a deferred commit,
-and standby updates: check the checkpointed offset against the changelog, wipe the local copy
-(and load the newest usable snapshot) when the offset cannot be trusted, then replay the
-changelog from there. The log only shows sealed segments, so everything replayed is committed.
+and standby and warm-up updates (which apply records below an offset limit): check the
+checkpointed offset against the changelog, wipe the local copy (and load the newest usable
+snapshot) when the offset cannot be trusted, then replay the changelog from there. The log
+only shows sealed segments, so everything replayed is committed. Snapshots are taken here too,
+and the changelog truncated below the oldest one kept.
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ import logging
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from streamtide.errors import StoreError
 from streamtide.log.api import Log, LogRecord
 from streamtide.log.factory import log_path
-from streamtide.processor.api import Metrics
+from streamtide.processor.api import Metrics, StateStoreContext
+from streamtide.processor.topology import Topology
 from streamtide.state.api import KeyValueBytesStore
 from streamtide.state.changelogging import ChangeLoggingKeyValueBytesStore, apply_changelog
 from streamtide.state.checkpoint import TaskCheckpoint
@@ -47,9 +50,9 @@ def default_snapshot_store(log_: Log) -> SnapshotStore:
 class StoreChangelog:
     """A logged store with its changelog partition and local position.
 
-    ``position`` is the changelog offset the local copy is current to (confirmed data only);
-    ``dirty`` says the local copy also holds applied writes not yet confirmed committed;
-    ``unconfirmed`` counts the changelog records sent since the last confirmation.
+    ``position`` is the changelog offset the local copy is current to (committed data only);
+    ``unconfirmed`` counts the changelog records sent since the last confirmation; ``limit`` is
+    the offset below which records read ahead (``pending``, in offset order) may be applied.
     """
 
     name: str
@@ -57,8 +60,9 @@ class StoreChangelog:
     topic: str
     partition: int
     position: int = 0
-    dirty: bool = False
     unconfirmed: int = 0
+    limit: int = 0
+    pending: list[LogRecord] = field(default_factory=list)
 
     @property
     def local(self) -> KeyValueBytesStore:
@@ -67,6 +71,22 @@ class StoreChangelog:
     @property
     def persistent(self) -> bool:
         return bool(self.store.persistent)
+
+
+def ensure_changelog_topic(
+    log_: Log, topology: Topology, cl: StoreChangelog, context: StateStoreContext
+) -> None:
+    """Create a missing changelog topic with one partition per task of the sub-topology (the
+    partition count of its widest source topic)."""
+    if log_.has_topic(cl.topic):
+        return
+    sub = topology.subtopology(int(context.task_id.split("_")[0]))
+    counts = [cl.partition + 1]
+    for topic in sub.source_topics:
+        physical = topology.resolve_topic(topic, context.application_id)
+        if log_.has_topic(physical):
+            counts.append(log_.partitions(physical))
+    log_.create_topic(cl.topic, max(counts), exist_ok=True)
 
 
 class ChangelogRestorer:
@@ -133,11 +153,6 @@ class ChangelogRestorer:
         if cl.name not in checkpoint.offsets:
             return None, "the checkpoint has no offset for it", info
         offset = checkpoint.offsets[cl.name]
-        if offset is None:
-            why = (
-                "the checkpoint marks it dirty (it may hold writes the changelog does not confirm)"
-            )
-            return None, why, warning
         if offset > end:
             why = f"the checkpoint offset {offset} is ahead of the changelog end {end}"
             return None, why, warning
@@ -160,7 +175,7 @@ class ChangelogRestorer:
         begin, end = self.begin(cl), self.end(cl)
         offset, why, level = self.problem(cl, checkpoint, checkpoint_problem, begin, end)
         if why is None:
-            cl.position, cl.dirty = int(offset), False  # type: ignore[arg-type]
+            cl.position = int(offset)  # type: ignore[arg-type]
             return
         self.rebuild(cl, why, begin, end, level=level)
 
@@ -179,7 +194,6 @@ class ChangelogRestorer:
         begin = self.begin(cl) if begin is None else begin
         end = self.end(cl) if end is None else end
         cl.local.clear()
-        cl.dirty = False
         if end == 0:
             level = logging.DEBUG
         for snapshot in self._usable_snapshots(cl, begin, end):
@@ -279,3 +293,56 @@ class ChangelogRestorer:
         self.metrics.increment(RECORDS_RESTORED, count)
         self.metrics.increment(f"{RECORDS_RESTORED}.{cl.name}", count)
         return count
+
+    def apply_below_limit(self, cl: StoreChangelog) -> int:
+        """Apply the records kept in ``cl.pending`` whose offset is below ``cl.limit``."""
+        pending, limit = cl.pending, cl.limit
+        cut = 0
+        while cut < len(pending) and pending[cut].offset < limit:  # type: ignore[operator]
+            cut += 1
+        if not cut:
+            return 0
+        applied = self.apply_records(cl, pending[:cut])
+        del pending[:cut]
+        return applied
+
+    def keep(self, cl: StoreChangelog, records: Iterable[LogRecord]) -> None:
+        """Add read-ahead records to ``cl.pending``, skipping those the store already has;
+        a gap after what it has is an error."""
+        expected = cl.pending[-1].offset + 1 if cl.pending else cl.position  # type: ignore[operator]
+        fresh = [r for r in records if r.offset >= expected]  # type: ignore[operator]
+        if fresh and fresh[0].offset != expected:
+            raise StoreError(
+                f"task {self.task_id}: changelog records of store {cl.name!r} skip from "
+                f"offset {expected} to {fresh[0].offset}"
+            )
+        cl.pending.extend(fresh)
+
+    # ---- snapshots -----------------------------------------------------------------------
+
+    def snapshot(self, cl: StoreChangelog, *, keep: int = 2, truncate: bool = True) -> None:
+        """Snapshot the local copy at its position (unless one exists there); keep the
+        ``keep`` newest (at least two) and truncate the changelog below the oldest kept."""
+        snapshots = self.snapshots
+        if snapshots is None or cl.position == 0:
+            return
+        app, task = self.application_id, self.task_id
+        existing = snapshots.offsets(app, task, cl.name)
+        if existing and existing[-1] >= cl.position:
+            return
+        started = time.perf_counter()
+        snapshots.take(app, task, cl.local, cl.position)
+        self.metrics.increment(SNAPSHOTS_TAKEN)
+        log.info(
+            "task %s: snapshot of store %r at changelog offset %d took %.1f ms",
+            task,
+            cl.name,
+            cl.position,
+            (time.perf_counter() - started) * 1000,
+        )
+        # Keep at least two snapshots and the changelog from the oldest kept one on, so a
+        # damaged newest snapshot still leaves a way to rebuild the store.
+        snapshots.prune(app, task, cl.name, keep=max(2, keep))
+        kept = snapshots.offsets(app, task, cl.name)
+        if truncate and len(kept) >= 2 and self.log.has_topic(cl.topic):
+            self.log.truncate_before(cl.topic, cl.partition, kept[0])

@@ -31,7 +31,7 @@ from streamtide.runtime.context import TaskContext
 from streamtide.runtime.metrics import TaskMetrics
 from streamtide.runtime.nodes import ProcessorNode, SinkNode, SourceNode
 from streamtide.runtime.partition_group import PartitionGroup, RawRecord
-from streamtide.runtime.state_manager import TaskStateManager
+from streamtide.runtime.task_stores import TaskStores
 from streamtide.serde import Serde, Serdes
 from streamtide.time import UNKNOWN_TIME, Clock, SystemClock
 
@@ -72,7 +72,7 @@ class StreamTask:
         deserialization_handler: str = "fail",
         invalid_timestamp_handler: str = "fail",
         cache_enabled: bool = False,
-        state_manager: TaskStateManager | None = None,
+        stores: TaskStores | None = None,
         batch_processing: bool = False,
     ) -> None:
         self.topology = topology
@@ -103,7 +103,7 @@ class StreamTask:
         self._stream_due: int | None = None  # next stream-time fire time (None: none)
         self._has_wall_schedules = False
         self.context = TaskContext(self)
-        self.state_manager = state_manager or TaskStateManager(topology, self.subtopology.stores)
+        self.stores = stores or TaskStores(topology, self.subtopology.stores)
         self._nodes: dict[str, Any] = {}
         self._sources: dict[str, SourceNode] = {}
         self._failed_node: str | None = None
@@ -170,7 +170,7 @@ class StreamTask:
         """Open the stores and call ``init`` on every processor (in topology order)."""
         if self._initialized:
             return self
-        self.state_manager.open(self.context, self.collector, self.partition)
+        self.stores.open(self.context, self.collector, self.partition)
         for _name, node in self._nodes.items():
             if isinstance(node, ProcessorNode) and hasattr(node.processor, "init"):
                 self._in_node(node, lambda n=node: n.processor.init(self.context), "init")
@@ -178,10 +178,10 @@ class StreamTask:
         return self
 
     def register_store(self, store: StateStore) -> None:
-        self.state_manager.register(store)
+        self.stores.register(store)
 
     def store(self, name: str) -> Any:
-        return self.state_manager.get(name)
+        return self.stores.get(name)
 
     def restored_schedule_time(self, key: str) -> int | None:
         return self._restored_schedules.pop(key, None)
@@ -462,10 +462,11 @@ class StreamTask:
     # ---- commit and close ----------------------------------------------------------------
 
     def flush(self) -> None:
-        """Let caches emit and make the stores' writes durable."""
+        """Let caches emit, then send the stores' writes to their changelogs (they reach the
+        local stores once the commit is confirmed: ``stores.on_committed``)."""
         for node, listener in self.context.flush_listeners():
             self._in_node(node, listener, "flush")
-        self.state_manager.flush()
+        self.stores.commit()
 
     def committed_state(self) -> TaskCommittedState:
         return TaskCommittedState(
@@ -488,4 +489,4 @@ class StreamTask:
                 if isinstance(node, ProcessorNode) and hasattr(node.processor, "close"):
                     self._in_node(node, node.processor.close, "close")
         finally:
-            self.state_manager.close()
+            self.stores.close()

@@ -21,6 +21,7 @@ from streamtide.log.api import Log
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.segment_collector import SegmentCollector
+from streamtide.runtime.standby import StandbyTask
 from streamtide.runtime.stream_task import StreamTask
 
 log = logging.getLogger(__name__)
@@ -73,8 +74,9 @@ class WorkUnitSpec:
         )
 
 
-#: ``factory(task_id, store_names, state_dir, log) -> state manager`` for durable stores.
-StateManagerFactory = Callable[..., Any]
+#: ``factory(topology=, config=, log=, store_names=, batch=) -> TaskStores`` for durable
+#: stores (``runtime.state_factory.make_task_stores``).
+TaskStoresFactory = Callable[..., Any]
 
 
 def client_state_dir(config: StreamsConfig, client: str) -> Path:
@@ -91,7 +93,7 @@ def run_work_unit(
     config: StreamsConfig,
     log_: Log,
     spec: WorkUnitSpec,
-    state_manager_factory: StateManagerFactory | None = None,
+    stores_factory: TaskStoresFactory | None = None,
 ) -> dict[str, Any]:
     """Run ``spec`` and return the report the driver commits (plain JSON-able data)."""
     started = time.perf_counter()
@@ -100,15 +102,13 @@ def run_work_unit(
     reports = []
     for active in spec.active:
         reports.append(
-            _run_active(
-                topology, config, log_, spec, active, state_dir, attempt, state_manager_factory
-            )
+            _run_active(topology, config, log_, spec, active, state_dir, attempt, stores_factory)
         )
     standbys = {}
-    if state_manager_factory is not None:
+    if stores_factory is not None:
         for task_id in spec.standby:
             standbys[task_id] = _update_standby(
-                topology, config, log_, task_id, state_dir, state_manager_factory
+                topology, config, log_, task_id, state_dir, stores_factory
             )
     return {
         "client": spec.client,
@@ -128,20 +128,18 @@ def _run_active(
     active: ActiveSpec,
     state_dir: Path,
     attempt: str,
-    state_manager_factory: StateManagerFactory | None,
+    stores_factory: TaskStoresFactory | None,
 ) -> dict[str, Any]:
     started = time.perf_counter()
     collector = SegmentCollector(log_)
     sub = topology.subtopology(active.subtopology)
-    state_manager = None
-    if state_manager_factory is not None and sub.stores:
-        state_manager = state_manager_factory(
+    stores = None
+    if stores_factory is not None and sub.stores:
+        stores = stores_factory(
             topology=topology,
             config=config,
             log=log_,
-            task_id=active.task_id,
             store_names=list(sub.stores),
-            state_dir=state_dir,
             batch=spec.batch,
         )
     task = StreamTask(
@@ -157,7 +155,7 @@ def _run_active(
         deserialization_handler=config.deserialization_exception_handler,
         invalid_timestamp_handler=config.invalid_timestamp_handler,
         cache_enabled=config.cache_enabled,
-        state_manager=state_manager,
+        stores=stores,
         batch_processing=config.batch_processing,
     )
     phases = _Phases()
@@ -184,7 +182,7 @@ def _run_active(
         writer = f"{prefix}{active.task_id}/{attempt}"
         segments = collector.write_segments(writer)
         phases.mark("write")
-        local_offsets = getattr(state_manager, "local_offsets", lambda: {})()
+        local_offsets = stores.local_offsets() if stores is not None else {}
     finally:
         task.close()
         phases.mark("close")
@@ -221,15 +219,24 @@ def _update_standby(
     log_: Log,
     task_id: str,
     state_dir: Path,
-    state_manager_factory: StateManagerFactory,
+    stores_factory: TaskStoresFactory,
 ) -> dict[str, Any]:
-    sub = topology.subtopology(int(task_id.split("_")[0]))
-    manager = state_manager_factory(
+    subtopology, partition = (int(part) for part in task_id.split("_"))
+    stores = stores_factory(
         topology=topology,
         config=config,
         log=log_,
-        task_id=task_id,
-        store_names=list(sub.stores),
-        state_dir=state_dir,
+        store_names=list(topology.subtopology(subtopology).stores),
     )
-    return manager.update_standby()
+    standby = StandbyTask(
+        topology,
+        subtopology,
+        partition,
+        log_,
+        application_id=config.application_id,
+        state_dir=state_dir,
+        default_key_serde=config.default_key_serde,
+        default_value_serde=config.default_value_serde,
+        stores=stores,
+    )
+    return standby.update_once()

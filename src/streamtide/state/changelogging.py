@@ -3,7 +3,7 @@
 "Local state never holds uncommitted writes" (docs/engine.md, "One batch"). A logged store keeps
 two buffers over its local store: ``writes`` (this batch) and ``sent`` (handed to the changelog,
 not yet known to be committed). Reads consult ``writes``, then ``sent``, then the local store.
-The task's state manager drives the commit:
+The task's ``runtime.task_stores.TaskStores`` drives the commit:
 
 1. ``take_changelog()`` returns the batch's changelog records and moves ``writes`` to ``sent``;
 2. once the records are committed, ``apply_sent()`` writes them to the local store; or, if the

@@ -4,10 +4,8 @@ One JSON file per task directory, replaced atomically (temporary file, fsync, ``
 and protected by a checksum, so a reader sees a whole, intact file or reports why not. Besides
 the store offsets it carries the task's committed metadata (an opaque dict owned by the
 runtime: input offsets, stream time, punctuation schedules), the batch it belongs to and a
-count of commits (for the snapshot cadence).
-
-A store whose offset is ``None`` is *dirty*: its local copy may hold writes the changelog does
-not confirm, so it must be rebuilt.
+count of commits (for the snapshot cadence). Local stores only ever hold committed data, so
+every offset is a committed changelog offset.
 """
 
 from __future__ import annotations
@@ -33,7 +31,7 @@ class CheckpointError(StoreError):
 class TaskCheckpoint:
     """The contents of one task's checkpoint file."""
 
-    offsets: dict[str, int | None] = field(default_factory=dict)
+    offsets: dict[str, int] = field(default_factory=dict)
     committed: dict[str, Any] = field(default_factory=dict)
     batch: int = -1
     commits: int = 0
@@ -54,8 +52,7 @@ class TaskCheckpoint:
             raise CheckpointError(f"unsupported checkpoint version {version!r}")
         offsets = data.get("offsets")
         if not isinstance(offsets, dict) or not all(
-            v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0)
-            for v in offsets.values()
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in offsets.values()
         ):
             raise CheckpointError(f"bad store offsets {offsets!r}")
         return cls(
@@ -103,6 +100,14 @@ def read_checkpoint(task_dir: str | Path) -> TaskCheckpoint | None:
         raise
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise CheckpointError(f"corrupt checkpoint file {path}: {exc}") from exc
+
+
+def load_checkpoint(task_dir: str | Path) -> tuple[TaskCheckpoint | None, str | None]:
+    """The task's checkpoint (None if there is none), or ``(None, why it is unusable)``."""
+    try:
+        return read_checkpoint(task_dir), None
+    except CheckpointError as exc:
+        return None, str(exc)
 
 
 def delete_checkpoint(task_dir: str | Path) -> None:

@@ -156,11 +156,13 @@ class TopologyTestDriver:
                     progress = True
 
     def commit(self) -> None:
-        """Commit every task: caches emit, stores flush, committed state is recorded."""
+        """Commit every task: caches emit, stores send their writes to the changelogs, which
+        this driver holds at once, so the commit is confirmed and the stores apply them."""
         self._check_open()
         while True:
             for task in self.tasks:
                 self._committed[task.task_id] = task.commit()
+                task.stores.on_committed()
             if not any(task.buffered for task in self.tasks):
                 return
             self._drain()

@@ -1,4 +1,4 @@
-"""DurableTaskStateManager: checkpoints, restore, commit modes, invalid checkpoints, snapshots."""
+"""TaskStores of an active task: checkpoints, restore, commits, bad checkpoints, snapshots."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def _contents(run) -> dict[str, int]:  # type: ignore[no-untyped-def]
 
 
 def _local(run) -> list[tuple[bytes, bytes]]:  # type: ignore[no-untyped-def]
-    return list(run.manager.logged["kv"].inner.all())
+    return list(run.stores.logged["kv"].inner.all())
 
 
 BATCHES = [{"a": 1, "b": 2}, {"a": 3, "c": 4}, {"b": None, "d": 5}, {"e": 6}]
@@ -67,15 +67,15 @@ def test_a_restart_replays_nothing_after_a_confirmed_commit(tmp_path: Path) -> N
     run.close()
 
 
-def test_deferred_mode_keeps_rocksdb_at_committed_data(tmp_path: Path) -> None:
+def test_sent_writes_stay_out_of_rocksdb_until_confirmed(tmp_path: Path) -> None:
     log = file_log(tmp_path / "log")
-    run = open_task(log, _topology(), tmp_path / "state", apply_on_flush=False)
+    run = open_task(log, _topology(), tmp_path / "state")
     run.store("kv").put("a", 1)
     run.commit(confirm=False)  # sent and sealed, not yet known to be committed
     assert _local(run) == []
     assert run.store("kv").get("a") == 1
     run.close()  # the engine closes the stores at the end of every work unit
-    run = open_task(log, _topology(), tmp_path / "state", apply_on_flush=False)
+    run = open_task(log, _topology(), tmp_path / "state")
     assert run.metrics["records-restored"] == 1  # its own last batch, from the log
     assert _contents(run) == {"a": 1}
     run.store("kv").put("b", 2)
@@ -87,11 +87,11 @@ def test_deferred_mode_keeps_rocksdb_at_committed_data(tmp_path: Path) -> None:
 def test_an_aborted_attempt_never_reaches_rocksdb(tmp_path: Path) -> None:
     log = file_log(tmp_path / "log")
     _write_batches(log, tmp_path / "state", [{"a": 1}])
-    run = open_task(log, _topology(), tmp_path / "state", apply_on_flush=False)
+    run = open_task(log, _topology(), tmp_path / "state")
     run.store("kv").put("a", 100)
     run.store("kv").put("zombie", 1)
     run.commit(seal=False, confirm=False)
-    run.manager.abort()
+    run.stores.abort()
     assert _contents(run) == {"a": 1}
     run.close()
     db = RocksDBKeyValueBytesStore("kv").open_standalone(tmp_path / "state" / APP / "0_0" / "kv")
@@ -100,11 +100,9 @@ def test_an_aborted_attempt_never_reaches_rocksdb(tmp_path: Path) -> None:
     assert log.end_offset(CHANGELOG, 0) == 1
 
 
-def _other_attempt_wins(tmp_path: Path, apply: bool, their_records: int):  # type: ignore[no-untyped-def]
-    log = file_log(tmp_path / f"log-{apply}-{their_records}")
-    run = open_task(
-        log, _topology(), tmp_path / f"state-{apply}-{their_records}", apply_on_flush=apply
-    )
+def _other_attempt_wins(tmp_path: Path, their_records: int):  # type: ignore[no-untyped-def]
+    log = file_log(tmp_path / "log")
+    run = open_task(log, _topology(), tmp_path / "state")
     run.store("kv").put("mine", 1)
     run.commit(seal=False, confirm=False)
     # a duplicate attempt of the same batch won the seal with different writes
@@ -113,40 +111,42 @@ def _other_attempt_wins(tmp_path: Path, apply: bool, their_records: int):  # typ
     return run, {f"t{i}": i for i in range(their_records)}
 
 
-@pytest.mark.parametrize("apply", [True, False])
-def test_when_another_attempt_wins_abort_adopts_its_writes(tmp_path: Path, apply: bool) -> None:
-    run, theirs = _other_attempt_wins(tmp_path, apply, 1)
-    run.manager.abort()
+def test_when_another_attempt_wins_abort_adopts_its_writes(tmp_path: Path) -> None:
+    run, theirs = _other_attempt_wins(tmp_path, 1)
+    run.stores.abort()
     assert _contents(run) == theirs
-    assert run.manager.local_offsets() == {"kv": 1}
+    assert run.stores.local_offsets() == {"kv": 1}
     run.close()
 
 
-@pytest.mark.parametrize("apply", [True, False])
 def test_confirming_a_commit_the_log_does_not_match_follows_the_log(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, apply: bool
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    run, theirs = _other_attempt_wins(tmp_path, apply, 3)
+    run, theirs = _other_attempt_wins(tmp_path, 3)
     with caplog.at_level(logging.WARNING):
-        run.manager.on_committed()
+        run.stores.on_committed()
     assert "ends at 3, not at 1" in caplog.text
     assert _contents(run) == theirs
     run.close()
 
 
-def test_a_crash_after_applying_unconfirmed_writes_forces_a_rebuild(
+def test_a_crash_after_sending_unconfirmed_writes_leaves_committed_state(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     log = file_log(tmp_path / "log")
     expected = _write_batches(log, tmp_path / "state", BATCHES[:2])
-    run = open_task(log, _topology(), tmp_path / "state", apply_on_flush=True)
+    run = open_task(log, _topology(), tmp_path / "state")
     run.store("kv").put("a", 999)
-    run.task.commit()  # applied locally, never sealed; the process "dies" here
-    assert read_checkpoint(tmp_path / "state" / APP / "0_0").offsets == {"kv": None}  # type: ignore[union-attr]
-    run.task.state_manager.stores["kv"].close()
+    run.task.commit()  # sent, never sealed; the process "dies" here
+    assert _local(run) == sorted(
+        (k.encode(), Serdes.int().serialize(v)) for k, v in expected.items()
+    )
+    assert read_checkpoint(tmp_path / "state" / APP / "0_0").offsets == {"kv": 4}  # type: ignore[union-attr]
+    run.task.stores.stores["kv"].close()
     with caplog.at_level(logging.WARNING):
         run = open_task(log, _topology(), tmp_path / "state")
-    assert "dirty" in caplog.text
+    assert caplog.text == ""  # nothing to distrust, nothing rebuilt
+    assert run.metrics.get("records-restored", 0) == 0
     assert _contents(run) == expected
     run.close()
 
@@ -345,14 +345,14 @@ def test_checkpoint_carries_the_committed_metadata(tmp_path: Path) -> None:
     state = run.task.commit()
     run.collector.seal()
     committed = TaskCommittedState({"in:0": 42}, 1234, {"p/0/stream_time/10": 2000})
-    run.manager.on_committed(committed, batch=17)
+    run.stores.on_committed(committed, batch=17)
     run.close()
     checkpoint = read_checkpoint(tmp_path / "state" / APP / "0_0")
     assert checkpoint is not None and checkpoint.batch == 17 and checkpoint.commits == 1
     assert TaskCommittedState.from_dict(checkpoint.committed) == committed != state
     run = open_task(log, _topology(), tmp_path / "state")
-    assert run.manager.checkpointed_state == committed
-    assert run.manager.local_offsets() == {"kv": 1}
+    assert run.stores.checkpointed_state == committed
+    assert run.stores.local_offsets() == {"kv": 1}
     run.close()
 
 
