@@ -22,6 +22,7 @@ from streamtide.dsl import (
 )
 from streamtide.errors import (
     ConfigError,
+    HandlerFailedError,
     LogError,
     SerdeError,
     StoreError,
@@ -31,6 +32,7 @@ from streamtide.errors import (
     UnknownTopicError,
     UnsupportedVersionError,
 )
+from streamtide.handlers import ErrorHandlerContext, ProcessingHandlerResponse
 from streamtide.processor import (
     Cancellable,
     Processor,
@@ -60,7 +62,9 @@ __all__ = [
     "ConfigError",
     "Consumed",
     "Deduplicated",
+    "ErrorHandlerContext",
     "Grouped",
+    "HandlerFailedError",
     "KGroupedStream",
     "KStream",
     "KTable",
@@ -68,6 +72,7 @@ __all__ = [
     "LogError",
     "Materialized",
     "Named",
+    "ProcessingHandlerResponse",
     "Processor",
     "ProcessorContext",
     "Produced",

@@ -9,12 +9,14 @@ from datetime import timedelta
 from typing import Any
 
 from streamtide.errors import ConfigError
+from streamtide.handlers import HANDLER_NAMES, Handler, is_handler
 from streamtide.serde import Serde, Serdes
 from streamtide.time import Duration, to_millis
 
 _APP_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 PROCESSING_GUARANTEES = ("exactly_once", "at_least_once")
-DESERIALIZATION_HANDLERS = ("fail", "log_and_continue")
+DESERIALIZATION_HANDLERS = HANDLER_NAMES
+PROCESSING_HANDLERS = HANDLER_NAMES
 AUTO_OFFSET_RESETS = ("earliest", "latest")
 INVALID_TIMESTAMP_HANDLERS = ("fail", "log_and_skip")
 
@@ -41,6 +43,11 @@ class StreamsConfig:
     ``adaptive_batch_size`` the engine doubles it (up to ``adaptive_batch_size_limit``) while
     full batches finish within ``commit_interval``, and halves it (down to
     ``max_records_per_batch``) when one takes more than twice as long (``engine.batch_size``).
+    ``processing_exception_handler`` decides about a record a processor raised for, and
+    ``deserialization_exception_handler`` about one that cannot be deserialized: ``"fail"``,
+    ``"log_and_continue"`` or a function (``streamtide.handlers``). Skipped records go to
+    ``errors_dead_letter_topic`` when it is set (records that cannot be deserialized go to
+    ``<application_id>-dlq`` otherwise).
     ``metrics_port``: serve Prometheus metrics on ``http://127.0.0.1:<port>/metrics`` while
     the application runs (0 picks a free port; see ``StreamsApp.metrics_url``).
     """
@@ -55,7 +62,9 @@ class StreamsConfig:
     acceptable_recovery_lag: int = 10_000
     max_warmup_replicas: int = 2
     processing_guarantee: str = "exactly_once"
-    deserialization_exception_handler: str = "fail"
+    deserialization_exception_handler: str | Handler = "fail"
+    processing_exception_handler: str | Handler = "fail"
+    errors_dead_letter_topic: str | None = None
     default_key_serde: Serde = field(default_factory=Serdes.bytes)
     default_value_serde: Serde = field(default_factory=Serdes.bytes)
     cache_enabled: bool = True
@@ -91,10 +100,18 @@ class StreamsConfig:
                 f"processing_guarantee must be one of {PROCESSING_GUARANTEES}, "
                 f"got {self.processing_guarantee!r}"
             )
-        if self.deserialization_exception_handler not in DESERIALIZATION_HANDLERS:
+        for name in ("deserialization_exception_handler", "processing_exception_handler"):
+            if not is_handler(getattr(self, name)):
+                raise ConfigError(
+                    f"{name} must be one of {HANDLER_NAMES} or a function "
+                    f"(error_context, record, exception) -> ProcessingHandlerResponse, "
+                    f"got {getattr(self, name)!r}"
+                )
+        topic = self.errors_dead_letter_topic
+        if topic is not None and (not isinstance(topic, str) or not _APP_ID.match(topic)):
             raise ConfigError(
-                "deserialization_exception_handler must be one of "
-                f"{DESERIALIZATION_HANDLERS}, got {self.deserialization_exception_handler!r}"
+                "errors_dead_letter_topic must be None or a topic name (letters, digits, "
+                f"'.', '_' or '-'), got {topic!r}"
             )
         for name in ("default_key_serde", "default_value_serde"):
             if not isinstance(getattr(self, name), Serde):
@@ -146,8 +163,9 @@ class StreamsConfig:
 
     @property
     def dlq_topic(self) -> str:
-        """Where ``log_and_continue`` sends records that could not be deserialized."""
-        return f"{self.application_id}-dlq"
+        """Where skipped records that could not be deserialized go:
+        ``errors_dead_letter_topic``, else ``<application_id>-dlq``."""
+        return self.errors_dead_letter_topic or f"{self.application_id}-dlq"
 
     def with_overrides(self, **overrides: Any) -> StreamsConfig:
         """A copy with some settings replaced (validated again)."""

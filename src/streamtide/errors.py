@@ -75,6 +75,11 @@ class StreamsProcessingError(StreamtideError):
         super().__init__(f"{message} ({where})" if where else message)
 
 
+class HandlerFailedError(StreamsProcessingError):
+    """A record error handler function answered ``FAIL`` (or raised itself): the application
+    stops at once, without retries."""
+
+
 class CorruptLogError(SegmentError):
     """Stored log data failed a check (checksum, manifest chain, missing entry): it is never
     read as records. Names the topic, partition and file."""

@@ -50,6 +50,11 @@ def test_config_defaults_and_validation() -> None:
         StreamsConfig(processing_guarantee="maybe")
     with pytest.raises(ConfigError, match="deserialization_exception_handler"):
         StreamsConfig(deserialization_exception_handler="ignore")
+    with pytest.raises(ConfigError, match="processing_exception_handler"):
+        StreamsConfig(processing_exception_handler=KeyError)  # a type, not a function
+    with pytest.raises(ConfigError, match="errors_dead_letter_topic"):
+        StreamsConfig(errors_dead_letter_topic="no spaces")
+    assert config.with_overrides(errors_dead_letter_topic="dead").dlq_topic == "dead"
     with pytest.raises(ConfigError, match="max_records_per_batch must be an int"):
         StreamsConfig(max_records_per_batch="many")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="default_key_serde must be a Serde"):

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from streamtide import StreamsConfig
+from streamtide import ErrorHandlerContext, ProcessingHandlerResponse, StreamsConfig
 from streamtide.cli import main
 from streamtide.cli.settings import build_config, load_file, serde_names
 from streamtide.errors import ConfigError
@@ -19,6 +19,13 @@ def write(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "app.toml"
     path.write_text(text)
     return path
+
+
+def skip_everything(
+    context: ErrorHandlerContext, record: object, exception: Exception
+) -> ProcessingHandlerResponse:
+    """A handler function that a config file names."""
+    return ProcessingHandlerResponse.CONTINUE
 
 
 EVERY_SETTING = """
@@ -32,6 +39,8 @@ acceptable_recovery_lag = 7
 max_warmup_replicas = 3
 processing_guarantee = "at_least_once"
 deserialization_exception_handler = "log_and_continue"
+processing_exception_handler = "tests.cli.test_settings.skip_everything"
+errors_dead_letter_topic = "clicks-dead-letters"
 default_key_serde = "string"
 default_value_serde = "json"
 cache_enabled = false
@@ -69,6 +78,10 @@ def test_the_file_takes_every_setting(tmp_path: Path) -> None:
     assert config.invalid_timestamp_handler == "log_and_skip"
     assert config.auto_offset_reset == "earliest"
     assert config.fatal_exceptions == (ZeroDivisionError,)
+    assert config.deserialization_exception_handler == "log_and_continue"
+    handler = config.processing_exception_handler
+    assert callable(handler) and handler.__name__ == "skip_everything"
+    assert config.errors_dead_letter_topic == "clicks-dead-letters"
     assert config.log_options == {"socket.timeout.ms": 5000}
 
 
@@ -87,6 +100,26 @@ def test_repeated_flags_for_log_options_and_fatal_exceptions(tmp_path: Path) -> 
         build_config(None, {"application_id": "a", "log_options": ("nonsense",)})
     with pytest.raises(ConfigError, match="cannot find exception type"):
         build_config(None, {"application_id": "a", "fatal_exceptions": ("nowhere.Missing",)})
+
+
+def test_handlers_are_names_or_functions_given_as_module_function() -> None:
+    config, _ = build_config(
+        None,
+        {
+            "application_id": "a",
+            "processing_exception_handler": "log_and_continue",
+            "deserialization_exception_handler": "tests.cli.test_settings:skip_everything",
+        },
+    )
+    assert config.processing_exception_handler == "log_and_continue"
+    assert config.deserialization_exception_handler.__name__ == "skip_everything"
+    for name, message in [
+        ("ignore", "give one of"),
+        ("nowhere.handler", "cannot find handler function"),
+        ("builtins.KeyError", "is not a function"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            build_config(None, {"application_id": "a", "processing_exception_handler": name})
 
 
 def test_flags_override_the_file(tmp_path: Path) -> None:

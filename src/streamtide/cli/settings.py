@@ -2,7 +2,8 @@
 
 Every ``StreamsConfig`` field can be set in the file (``commit_interval = 500``) and by a flag
 (``--commit-interval 500``); a flag wins over the file, the file over the defaults. Durations
-are int milliseconds, serdes are named (``default_value_serde = "json"``). The file may also
+are int milliseconds, serdes are named (``default_value_serde = "json"``), and an error handler
+is ``"fail"``, ``"log_and_continue"`` or a function named ``module.function``. The file may also
 name the Spark ``master``.
 """
 
@@ -18,12 +19,12 @@ import click
 
 from streamtide.config import (
     AUTO_OFFSET_RESETS,
-    DESERIALIZATION_HANDLERS,
     INVALID_TIMESTAMP_HANDLERS,
     PROCESSING_GUARANTEES,
     StreamsConfig,
 )
 from streamtide.errors import ConfigError
+from streamtide.handlers import HANDLER_NAMES, Handler
 from streamtide.serde import Serde, Serdes
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,10 +33,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 RUN_SETTINGS = {"master": "local[2]"}
 _CHOICES = {
     "processing_guarantee": PROCESSING_GUARANTEES,
-    "deserialization_exception_handler": DESERIALIZATION_HANDLERS,
     "invalid_timestamp_handler": INVALID_TIMESTAMP_HANDLERS,
     "auto_offset_reset": AUTO_OFFSET_RESETS,
 }
+#: Error handler settings: a handler name or a function named ``module.function``.
+_HANDLERS = ("deserialization_exception_handler", "processing_exception_handler")
 _DURATIONS = {"commit_interval", "locality_wait"}
 #: Shorter names of boolean flags (``--cache/--no-cache``).
 _BOOL_FLAGS = {"cache_enabled": "cache"}
@@ -54,7 +56,12 @@ _HELP = {
     "acceptable_recovery_lag": "Changelog records within which a copy counts as caught up",
     "max_warmup_replicas": "Warm-up tasks in flight at once",
     "processing_guarantee": "Processing guarantee",
-    "deserialization_exception_handler": "What a record that cannot be deserialized does",
+    "deserialization_exception_handler": "What a record that cannot be deserialized does: "
+    "fail, log_and_continue or a module.function",
+    "processing_exception_handler": "What a record a processor raised for does: "
+    "fail, log_and_continue or a module.function",
+    "errors_dead_letter_topic": "Where skipped records go (default for records that cannot "
+    "be deserialized: <application_id>-dlq)",
     "default_key_serde": "Serde for keys where an operator was given none",
     "default_value_serde": "Serde for values where an operator was given none",
     "snapshot_interval": "Snapshot a task's stores every N commits (0: never)",
@@ -83,6 +90,26 @@ def exception_type(name: Any, where: str) -> type[BaseException]:
         raise ConfigError(f"{where}: cannot find exception type {name!r} ({exc})") from None
     if not (isinstance(found, type) and issubclass(found, BaseException)):
         raise ConfigError(f"{where}: {name!r} is not an exception type")
+    return found
+
+
+def handler(name: Any, where: str) -> str | Handler:
+    """A handler name as is, or the function a dotted name (``module.function``) names."""
+    import importlib
+
+    if isinstance(name, str) and name in HANDLER_NAMES:
+        return name
+    if not isinstance(name, str) or not name.replace(":", ".").count("."):
+        raise ConfigError(
+            f"{where}: give one of {HANDLER_NAMES} or a function as module.function, got {name!r}"
+        )
+    module, _, attribute = name.replace(":", ".").rpartition(".")
+    try:
+        found = getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"{where}: cannot find handler function {name!r} ({exc})") from None
+    if not callable(found) or isinstance(found, type):
+        raise ConfigError(f"{where}: {name!r} is not a function")
     return found
 
 
@@ -208,6 +235,8 @@ def load_file(path: str | Path) -> dict[str, Any]:
             if not isinstance(value, dict):
                 raise ConfigError(f"{path}: log_options must be a table, got {value!r}")
             value = _log_options(value, f"{path}: log_options")
+        elif key in _HANDLERS:
+            value = handler(value, f"{path}: {key}")
         elif key == "fatal_exceptions":
             if not isinstance(value, list):
                 raise ConfigError(f"{path}: fatal_exceptions must be a list, got {value!r}")
@@ -236,6 +265,8 @@ def build_config(
             **config.log_options,
             **_log_options(given["log_options"], "--log-option"),
         }
+    for key in [k for k in given if k in _HANDLERS]:
+        given[key] = handler(given[key], _flag(key))
     if "fatal_exceptions" in given:
         given["fatal_exceptions"] = tuple(
             exception_type(n, "--fatal-exception") for n in given["fatal_exceptions"]
