@@ -5,9 +5,10 @@ trace each time); it returns a failure report instead: the error's type, message
 its cause, a short trace, and whether retrying can help. The driver rebuilds the error as its
 own ``streamtide.errors`` type and retries the stage only for errors that may be transient. An
 error is final at once when it is *fatal* (corrupt data, bad configuration, a record that
-cannot be deserialized or has a negative timestamp, or a user exception of a type listed in
-``StreamsConfig.fatal_exceptions``) and on the first retry that fails exactly the same way
-(same type, message and record: a deterministic error in user code).
+cannot be deserialized or has a negative timestamp, a record an error handler function
+answered ``FAIL`` for, or a user exception of a type listed in
+``StreamsConfig.fatal_exceptions``) and on the first retry that fails exactly the same way (same
+type, message and record: a deterministic error in user code).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from streamtide.errors import (
     ConfigError,
     CorruptLogError,
     CorruptRecordError,
+    HandlerFailedError,
     InputTopicChangedError,
     InvalidTimestampError,
     SerdeError,
@@ -34,6 +36,7 @@ FATAL_TYPES: tuple[type[BaseException], ...] = (
     ConfigError,
     CorruptLogError,
     CorruptRecordError,
+    HandlerFailedError,
     InputTopicChangedError,
     InvalidTimestampError,
     TopologyError,

@@ -77,6 +77,8 @@ def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stag
                 changelogs,
             )
         )
-    if config.deserialization_exception_handler == "log_and_continue":
+    if config.deserialization_exception_handler != "fail":
         log_.create_topic(config.dlq_topic, 1, exist_ok=True)
+    if config.errors_dead_letter_topic and config.processing_exception_handler != "fail":
+        log_.create_topic(config.errors_dead_letter_topic, 1, exist_ok=True)
     return stages

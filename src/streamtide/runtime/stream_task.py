@@ -15,7 +15,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from streamtide.errors import InvalidTimestampError, SerdeError, StreamsProcessingError
+from streamtide.errors import (
+    HandlerFailedError,
+    InvalidTimestampError,
+    SerdeError,
+    StreamsProcessingError,
+)
+from streamtide.handlers import Handler, ProcessingHandlerResponse
 from streamtide.log.segments import records_of
 from streamtide.processor import drops
 from streamtide.processor.api import PunctuationType, StateStore
@@ -31,6 +37,7 @@ from streamtide.runtime.context import TaskContext
 from streamtide.runtime.metrics import TaskMetrics
 from streamtide.runtime.nodes import ProcessorNode, SinkNode, SourceNode
 from streamtide.runtime.partition_group import PartitionGroup, RawRecord
+from streamtide.runtime.record_errors import RecordErrors
 from streamtide.runtime.task_stores import TaskStores
 from streamtide.serde import Serde, Serdes
 from streamtide.time import UNKNOWN_TIME, Clock, SystemClock
@@ -69,7 +76,9 @@ class StreamTask:
         default_key_serde: Serde | None = None,
         default_value_serde: Serde | None = None,
         committed: TaskCommittedState | None = None,
-        deserialization_handler: str = "fail",
+        deserialization_handler: str | Handler = "fail",
+        processing_handler: str | Handler = "fail",
+        dead_letter_topic: str | None = None,
         invalid_timestamp_handler: str = "fail",
         cache_enabled: bool = False,
         stores: TaskStores | None = None,
@@ -90,6 +99,16 @@ class StreamTask:
         self.cache_enabled = cache_enabled
         self.batch_processing = batch_processing
         self.metrics = TaskMetrics()
+        self.record_errors = RecordErrors(
+            self.task_id,
+            partition,
+            collector,
+            self.metrics,
+            processing=processing_handler,
+            deserialization=deserialization_handler,
+            dead_letter_topic=dead_letter_topic,
+            deserialization_dead_letter_topic=dead_letter_topic or f"{application_id}-dlq",
+        )
         committed = committed or TaskCommittedState()
         self.stream_time = committed.stream_time
         self._offsets = dict(committed.offsets)
@@ -107,6 +126,7 @@ class StreamTask:
         self._nodes: dict[str, Any] = {}
         self._sources: dict[str, SourceNode] = {}
         self._failed_node: str | None = None
+        self._failed_record: Record | None = None  # what the failed node was given
         self._build_nodes()
         source_topics = [self.resolve(t) for t in self.subtopology.source_topics]
         self.partition_group = PartitionGroup(source_topics)
@@ -253,11 +273,12 @@ class StreamTask:
             for child in source.children:
                 self.dispatch(child, record)
         except Exception as exc:
-            raise self._wrap(exc, topic, offset) from exc
+            self._on_processing_error(exc, topic, raw)
+        else:
+            self.metrics.increment("processed-records")
         finally:
             context.clear_source()
             context.current_node = None
-        self.metrics.increment("processed-records")
         if self._stream_queue:
             self.punctuate_stream_time()
         if self._wall_queue:
@@ -302,10 +323,11 @@ class StreamTask:
                     for child in children:
                         dispatch(child, record)
                 except Exception as exc:
-                    raise self._wrap(exc, topic, offset) from exc
+                    self._on_processing_error(exc, topic, _RowView(columns, row))
+                else:
+                    done += 1
                 context._source = None
                 context.current_node = None
-                done += 1
                 due = self._stream_due
                 if due is not None and self.stream_time >= due:
                     self.punctuate_stream_time()
@@ -370,11 +392,25 @@ class StreamTask:
         except Exception:
             if self._failed_node is None:
                 self._failed_node = node.name
+                self._failed_record = record
             raise
         finally:
             context.current_node = previous
 
-    def _wrap(self, exc: Exception, topic: str | None, offset: int | None) -> Exception:
+    def _on_processing_error(self, exc: Exception, topic: str, raw: RawRecord) -> None:
+        """Skip the record if the processing handler says so; else raise the wrapped error
+        (final at once when a handler function answered FAIL)."""
+        response = self.record_errors.on_processing_error(
+            exc, self._failed_node, self._failed_record, topic, raw
+        )
+        if response is ProcessingHandlerResponse.CONTINUE:
+            return
+        error = self._wrap(exc, topic, raw.offset, final=response is not None)
+        raise error from exc
+
+    def _wrap(
+        self, exc: Exception, topic: str | None, offset: int | None, *, final: bool = False
+    ) -> Exception:
         node = self._failed_node
         message = (
             str(exc)
@@ -383,7 +419,8 @@ class StreamTask:
         )
         if isinstance(exc, StreamsProcessingError):
             message = message.split(" (", 1)[0]
-        return StreamsProcessingError(
+        error_type = HandlerFailedError if final else StreamsProcessingError
+        return error_type(
             f"processing failed: {message}",
             task_id=self.task_id,
             node=node,
@@ -394,29 +431,17 @@ class StreamTask:
 
     def _on_deserialization_error(self, topic: str, raw: RawRecord, exc: SerdeError) -> None:
         where = f"topic {topic!r}, partition {self.partition}, offset {raw.offset}"
-        if self.deserialization_handler == "fail":
-            raise StreamsProcessingError(
+        source = self._sources[topic].name
+        response = self.record_errors.on_deserialization_error(exc, source, topic, raw)
+        if response is not ProcessingHandlerResponse.CONTINUE:
+            error_type = StreamsProcessingError if response is None else HandlerFailedError
+            raise error_type(
                 f"cannot deserialize the record at {where}: {exc}",
                 task_id=self.task_id,
                 topic=topic,
                 partition=self.partition,
                 offset=raw.offset,
             ) from exc
-        self.metrics.increment("skipped-records")
-        drops.record_drop(self.metrics, drops.DESERIALIZATION_ERROR, count_total=False)
-        log.warning("task %s: skipped the record at %s: %s", self.task_id, where, exc)
-        dlq = f"{self.application_id}-dlq"
-        headers = (
-            *tuple(raw.headers or ()),
-            ("streamtide.error", str(exc).encode()),
-            ("streamtide.topic", topic.encode()),
-            ("streamtide.partition", str(self.partition).encode()),
-            ("streamtide.offset", str(raw.offset).encode()),
-        )
-        partitions = self.collector.partitions_for(dlq)
-        self.collector.send(
-            dlq, self.partition % partitions, raw.key, raw.value, raw.timestamp, headers
-        )
 
     # ---- punctuation ---------------------------------------------------------------------
 

@@ -153,6 +153,8 @@ def _run_active(
         default_value_serde=config.default_value_serde,
         committed=TaskCommittedState.from_dict(active.state),
         deserialization_handler=config.deserialization_exception_handler,
+        processing_handler=config.processing_exception_handler,
+        dead_letter_topic=config.errors_dead_letter_topic,
         invalid_timestamp_handler=config.invalid_timestamp_handler,
         cache_enabled=config.cache_enabled,
         stores=stores,

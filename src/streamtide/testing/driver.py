@@ -65,6 +65,8 @@ class TopologyTestDriver:
                 default_key_serde=config.default_key_serde,
                 default_value_serde=config.default_value_serde,
                 deserialization_handler=config.deserialization_exception_handler,
+                processing_handler=config.processing_exception_handler,
+                dead_letter_topic=config.errors_dead_letter_topic,
                 invalid_timestamp_handler=config.invalid_timestamp_handler,
                 cache_enabled=cache_enabled,
                 batch_processing=batch_processing,
