@@ -4,10 +4,21 @@ can help."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from streamtide import Consumed, Processor, Produced, Record, StreamsApp, StreamsBuilder
+from streamtide import (
+    Consumed,
+    ErrorHandlerContext,
+    HandlerFailedError,
+    ProcessingHandlerResponse,
+    Processor,
+    Produced,
+    Record,
+    StreamsApp,
+    StreamsBuilder,
+)
 from streamtide.engine.failures import RemoteTraceback, failure_report, rebuild, signature
 from streamtide.errors import (
     CorruptLogError,
@@ -61,6 +72,7 @@ def test_a_processing_error_is_rebuilt_with_its_type_and_record() -> None:
         (StreamsProcessingError("cannot deserialize"), SerdeError("bad json"), True),
         (StreamsProcessingError("processing failed"), KeyError("k"), True),  # marked fatal
         (StreamsProcessingError("processing failed"), ValueError("v"), False),
+        (HandlerFailedError("processing failed"), ValueError("v"), True),  # a handler's FAIL
         (RuntimeError("a bug"), None, False),
     ],
 )
@@ -124,6 +136,60 @@ def test_a_deterministic_user_error_is_reported_once_naming_the_record(
     assert len(str(error.__cause__).splitlines()) <= 25
     raises = Path(marker).read_text().count("raised")
     assert raises == (1 if fatal else 2)  # never the three attempts of a transient error
+
+
+@pytest.mark.spark
+def test_a_skipped_poison_record_reaches_the_dead_letter_topic_exactly_once(
+    spark, log_url, tmp_path
+) -> None:
+    events = [(u, {**v, "n": i}, ts) for i, (u, v, ts) in enumerate(make_events(200, seed=44))]
+    write_events(log_url, events)
+    marker = tmp_path / "raised"
+    config = engine_config(
+        log_url,
+        str(tmp_path / "state"),
+        processing_exception_handler="log_and_continue",
+        errors_dead_letter_topic="dead-letters",
+    )
+    StreamsApp(failing_topology(str(marker), at=130), config, spark=spark).run_until_caught_up(
+        timeout=300
+    )
+    StreamsApp(failing_topology(str(marker), at=130), config, spark=spark).run_until_caught_up(
+        timeout=300
+    )  # a restart processes nothing again
+    log = open_log(log_url)
+    (dead,) = [
+        r for p in range(log.partitions("dead-letters")) for r in log.read("dead-letters", p)
+    ]
+    assert JSON.deserialize(dead.value)["n"] == 130
+    headers = dict(dead.headers)
+    assert headers["streamtide.exception"] == b"builtins.ZeroDivisionError"
+    assert headers["streamtide.processor"] == b"divider"
+    assert headers["streamtide.topic"] == b"events"
+    assert Path(marker).read_text().count("raised") == 1
+    out = sorted(JSON.deserialize(r.value)["n"] for p in range(2) for r in log.read("out", p))
+    assert out == [n for n in range(200) if n != 130]
+
+
+@pytest.mark.spark
+def test_a_handler_function_answering_fail_stops_the_app_without_retries(
+    spark, log_url, tmp_path
+) -> None:
+    events = [(u, {**v, "n": i}, ts) for i, (u, v, ts) in enumerate(make_events(60, seed=45))]
+    write_events(log_url, events)
+    marker = tmp_path / "raised"
+
+    def give_up(context: ErrorHandlerContext, record: Record, exc: Exception) -> Any:
+        return ProcessingHandlerResponse.FAIL  # shipped to the executors with the config
+
+    config = engine_config(log_url, str(tmp_path / "state"), processing_exception_handler=give_up)
+    app = StreamsApp(failing_topology(str(marker), at=30), config, spark=spark)
+    with pytest.raises(HandlerFailedError) as info:
+        app.run_until_caught_up(timeout=300)
+    error = info.value
+    assert (error.node, error.topic, error.task_id) == ("divider", "events", f"0_{error.partition}")
+    assert error.offset is not None and "ZeroDivisionError" in str(error)
+    assert Path(marker).read_text().count("raised") == 1
 
 
 @pytest.mark.spark
