@@ -12,9 +12,11 @@ from streamtide import (
     ErrorHandlerContext,
     HandlerFailedError,
     ProcessingHandlerResponse,
+    Processor,
     Produced,
     Record,
     Serdes,
+    Stores,
     StreamsBuilder,
     StreamsConfig,
     StreamsProcessingError,
@@ -207,3 +209,34 @@ def test_log_and_continue_deserialization_keeps_the_default_dead_letter_topic(
     with driver(batch, deserialization_exception_handler="log_and_continue") as test_driver:
         test_driver.pipe_raw("in", b"k", b"\xff", 7)
         assert [r.value for r in test_driver.topic_records("errors-dlq")] == [b"\xff"]
+
+
+class CountsThenFails(Processor):
+    """Counts records per key in store "counts"; raises for value "boom" after counting."""
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        self.store = context.get_state_store("counts")
+
+    def process(self, record: Record) -> None:
+        self.store.put(record.key, (self.store.get(record.key) or 0) + 1)
+        if record.value == "boom":
+            raise ValueError("boom")
+
+
+@PATHS
+def test_with_continue_what_the_processor_did_before_raising_stays(batch: bool) -> None:
+    builder = StreamsBuilder()
+    builder.add_state_store(
+        Stores.key_value_store_builder(
+            Stores.persistent_key_value_store("counts"), STRING, Serdes.int()
+        )
+    )
+    builder.stream("in", Consumed.with_(STRING, STRING)).process(CountsThenFails, "counts")
+    config = StreamsConfig(application_id="errors", processing_exception_handler="log_and_continue")
+    with TopologyTestDriver(builder.build(), config, batch_processing=batch) as test_driver:
+        topic = test_driver.create_input_topic("in", STRING, STRING)
+        for value in ("a", "boom", "c"):
+            topic.pipe_input("k", value, timestamp=1)
+        assert test_driver.get_key_value_store("counts").get("k") == 3  # not rolled back
+        assert test_driver.metrics()["dropped-records.processing_error"] == 1

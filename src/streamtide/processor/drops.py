@@ -18,8 +18,7 @@ LATE = "late"
 EXPIRED_WINDOW = "expired_window"
 #: The key or value could not be deserialized (``log_and_continue`` skipped it).
 DESERIALIZATION_ERROR = "deserialization_error"
-#: Processing the record failed and a handler chose to go on (reserved: processing errors
-#: currently stop the application).
+#: A processor raised for the record and ``processing_exception_handler`` chose to go on.
 PROCESSING_ERROR = "processing_error"
 #: The record's timestamp is negative.
 INVALID_TIMESTAMP = "invalid_timestamp"
