@@ -66,6 +66,7 @@ class TopologyTestDriver:
                 default_value_serde=config.default_value_serde,
                 deserialization_handler=config.deserialization_exception_handler,
                 invalid_timestamp_handler=config.invalid_timestamp_handler,
+                default_timestamp_extractor=config.default_timestamp_extractor,
                 cache_enabled=cache_enabled,
                 batch_processing=batch_processing,
             )
