@@ -43,6 +43,7 @@ from streamtide.processor import (
 from streamtide.record import Record, RecordMetadata
 from streamtide.serde import Serde, Serdes
 from streamtide.state import KeyValueStore, Stores
+from streamtide.timestamp_extractor import ConsumerRecord, TimestampExtractor
 from streamtide.window import Window, Windowed
 
 __version__ = "0.1.0"
@@ -60,6 +61,7 @@ __all__ = [
     "Cancellable",
     "ConfigError",
     "Consumed",
+    "ConsumerRecord",
     "Deduplicated",
     "Grouped",
     "KGroupedStream",
@@ -91,6 +93,7 @@ __all__ = [
     "StreamsProcessingError",
     "StreamtideError",
     "TimeWindows",
+    "TimestampExtractor",
     "Topology",
     "TopologyError",
     "UnknownTopicError",

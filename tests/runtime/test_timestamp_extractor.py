@@ -217,3 +217,17 @@ class _Collector:
 
     def send(self, *args) -> None:
         raise AssertionError("nothing is sent")
+
+
+@PATHS
+def test_an_extractor_must_return_an_int(batch: bool) -> None:
+    with driver_for(batch, lambda record, partition_time: 1.5) as driver:
+        inp = driver.create_input_topic("in", STRING, STRING)
+        with pytest.raises(StreamsProcessingError, match=r"returned 1.5, not an int"):
+            inp.pipe_input("k", "1|a", timestamp=1)
+
+
+def test_the_record_type_is_exported() -> None:
+    import streamtide
+
+    assert streamtide.ConsumerRecord is ConsumerRecord

@@ -10,6 +10,7 @@ their stored timestamp (the deserialization handler takes them).
 
 from __future__ import annotations
 
+from numbers import Integral
 from typing import Any
 
 from streamtide.errors import SerdeError, StreamsProcessingError
@@ -72,14 +73,16 @@ class SourceStamper:
                 partition=self.partition,
                 offset=offset,
             ) from exc
-        if not isinstance(extracted, int) or isinstance(extracted, bool):
-            raise StreamsProcessingError(
-                f"the timestamp extractor returned {extracted!r}, not an int",
-                task_id=self.task_id,
-                topic=self.topic,
-                partition=self.partition,
-                offset=offset,
-            )
+        if extracted.__class__ is not int:
+            if not isinstance(extracted, Integral) or isinstance(extracted, bool):
+                raise StreamsProcessingError(
+                    f"the timestamp extractor returned {extracted!r}, not an int",
+                    task_id=self.task_id,
+                    topic=self.topic,
+                    partition=self.partition,
+                    offset=offset,
+                )
+            extracted = int(extracted)
         if extracted > self.partition_time:
             self.partition_time = extracted
         return extracted
