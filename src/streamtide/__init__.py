@@ -13,6 +13,7 @@ from streamtide.dsl import (
     KTable,
     Materialized,
     Named,
+    Printed,
     Produced,
     Repartitioned,
     SessionMerger,
@@ -44,6 +45,7 @@ from streamtide.processor import (
 from streamtide.record import Record, RecordMetadata
 from streamtide.serde import Serde, Serdes
 from streamtide.state import KeyValueStore, Stores
+from streamtide.timestamp_extractor import ConsumerRecord, TimestampExtractor
 from streamtide.window import Window, Windowed
 
 __version__ = "0.1.0"
@@ -61,6 +63,7 @@ __all__ = [
     "Cancellable",
     "ConfigError",
     "Consumed",
+    "ConsumerRecord",
     "Deduplicated",
     "ErrorHandlerContext",
     "Grouped",
@@ -72,6 +75,7 @@ __all__ = [
     "LogError",
     "Materialized",
     "Named",
+    "Printed",
     "ProcessingHandlerResponse",
     "Processor",
     "ProcessorContext",
@@ -94,6 +98,7 @@ __all__ = [
     "StreamsProcessingError",
     "StreamtideError",
     "TimeWindows",
+    "TimestampExtractor",
     "Topology",
     "TopologyError",
     "UnknownTopicError",

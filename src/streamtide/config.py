@@ -12,6 +12,7 @@ from streamtide.errors import ConfigError
 from streamtide.handlers import HANDLER_NAMES, Handler, is_handler
 from streamtide.serde import Serde, Serdes
 from streamtide.time import Duration, to_millis
+from streamtide.timestamp_extractor import TimestampExtractor
 
 _APP_ID = re.compile(r"^[A-Za-z0-9._-]+$")
 PROCESSING_GUARANTEES = ("exactly_once", "at_least_once")
@@ -50,6 +51,9 @@ class StreamsConfig:
     ``<application_id>-dlq`` otherwise).
     ``metrics_port``: serve Prometheus metrics on ``http://127.0.0.1:<port>/metrics`` while
     the application runs (0 picks a free port; see ``StreamsApp.metrics_url``).
+    ``default_timestamp_extractor``: ``fn(record, partition_time) -> int`` for every source
+    without its own (``Consumed.with_(..., timestamp_extractor=fn)``); None uses each record's
+    own timestamp (see ``streamtide.timestamp_extractor``).
     """
 
     application_id: str = "streamtide-app"
@@ -76,6 +80,7 @@ class StreamsConfig:
     stages_in_one_job: bool = True
     auto_offset_reset: str | None = None
     invalid_timestamp_handler: str = "fail"
+    default_timestamp_extractor: TimestampExtractor | None = None
     fatal_exceptions: tuple[type[BaseException], ...] = ()
     metrics_port: int | None = None
 
@@ -125,6 +130,13 @@ class StreamsConfig:
             raise ConfigError(
                 f"invalid_timestamp_handler must be one of {INVALID_TIMESTAMP_HANDLERS}, "
                 f"got {self.invalid_timestamp_handler!r}"
+            )
+        if self.default_timestamp_extractor is not None and not callable(
+            self.default_timestamp_extractor
+        ):
+            raise ConfigError(
+                "default_timestamp_extractor must be None or a function "
+                f"(record, partition_time) -> int, got {self.default_timestamp_extractor!r}"
             )
         if isinstance(self.fatal_exceptions, list):
             self.fatal_exceptions = tuple(self.fatal_exceptions)

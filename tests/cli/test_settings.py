@@ -13,6 +13,7 @@ from streamtide.cli import main
 from streamtide.cli.settings import build_config, load_file, serde_names
 from streamtide.errors import ConfigError
 from streamtide.serde import Serdes
+from streamtide.timestamp_extractor import wallclock_timestamp
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -54,6 +55,7 @@ stages_in_one_job = false
 invalid_timestamp_handler = "log_and_skip"
 auto_offset_reset = "earliest"
 fatal_exceptions = ["builtins.ZeroDivisionError"]
+default_timestamp_extractor = "streamtide.timestamp_extractor.wallclock_timestamp"
 master = "local[1]"
 
 [log_options]
@@ -82,6 +84,7 @@ def test_the_file_takes_every_setting(tmp_path: Path) -> None:
     handler = config.processing_exception_handler
     assert callable(handler) and handler.__name__ == "skip_everything"
     assert config.errors_dead_letter_topic == "clicks-dead-letters"
+    assert config.default_timestamp_extractor is wallclock_timestamp
     assert config.log_options == {"socket.timeout.ms": 5000}
 
 
@@ -96,6 +99,14 @@ def test_repeated_flags_for_log_options_and_fatal_exceptions(tmp_path: Path) -> 
     )
     assert config.log_options == {"security.protocol": "SSL", "acks": "all"}
     assert config.fatal_exceptions == (KeyError,)
+    config, _ = build_config(
+        None,
+        {
+            "application_id": "a",
+            "default_timestamp_extractor": "streamtide.timestamp_extractor:wallclock_timestamp",
+        },
+    )
+    assert config.default_timestamp_extractor is wallclock_timestamp
     with pytest.raises(ConfigError, match="KEY=VALUE"):
         build_config(None, {"application_id": "a", "log_options": ("nonsense",)})
     with pytest.raises(ConfigError, match="cannot find exception type"):
@@ -154,6 +165,10 @@ def test_flags_override_the_file(tmp_path: Path) -> None:
         (
             'application_id = "a"\nnum_standby_replicas = -1\n',
             "app.toml: num_standby_replicas must be >= 0",
+        ),
+        (
+            'application_id = "a"\ndefault_timestamp_extractor = "nowhere.at_all"\n',
+            "app.toml: default_timestamp_extractor: cannot find timestamp extractor",
         ),
         ("application_id = \n", "app.toml is not valid TOML"),
         ("commit_interval = 5\n", "give --application-id"),

@@ -295,10 +295,10 @@ def test_id_without_a_matching_serde_fails_clearly() -> None:
     builder = StreamsBuilder()
     stream = builder.stream("input", Consumed.with_(Serdes.string(), Serdes.json()))
     stream.deduplicate(lambda _k, v: v["id"], INTERVAL).to("output")
-    with driver_for(builder) as driver:  # the default key serde is bytes; the id is a str
+    with driver_for(builder) as driver:  # a list id: not str, int or bytes; default serde bytes
         source = driver.create_input_topic("input", Serdes.string(), Serdes.json())
         with pytest.raises(StreamsProcessingError, match=r"with_id_serde"):
-            source.pipe_input("k", {"id": "a"}, 1)
+            source.pipe_input("k", {"id": ["a"]}, 1)
 
 
 # ---- invalid arguments --------------------------------------------------------------------

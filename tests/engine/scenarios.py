@@ -40,6 +40,11 @@ def by_user_key(key: Any, value: Any, key_bytes: bytes | None, n: int) -> int:
     return partition_for_key(STRING.serialize(user), n)
 
 
+def event_time(record: Any, partition_time: int) -> int:
+    """A timestamp extractor: the value's ``at``, or the partition time when it has none."""
+    return record.value.get("at", partition_time)
+
+
 def make_events(count: int, seed: int = 1, users: int = 6) -> list[tuple[str, dict, int]]:
     """Keyed events with resends (same event id) and slightly out-of-order timestamps."""
     rnd = random.Random(seed)

@@ -26,6 +26,7 @@ from streamtide.config import (
 from streamtide.errors import ConfigError
 from streamtide.handlers import HANDLER_NAMES, Handler
 from streamtide.serde import Serde, Serdes
+from streamtide.timestamp_extractor import extractor_named
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -68,6 +69,8 @@ _HELP = {
     "locality_wait": "How long Spark waits for the executor a task is pinned to, in ms",
     "metrics_port": "Serve Prometheus metrics on 127.0.0.1:PORT/metrics (0: a free port)",
     "invalid_timestamp_handler": "What a record with a negative timestamp does",
+    "default_timestamp_extractor": "A function (module.function) that gives each consumed "
+    "record its timestamp",
     "auto_offset_reset": "Where to start when committed offsets no longer fit the topic",
     "log_options": "A log client setting KEY=VALUE (repeatable; a table in the file)",
     "fatal_exceptions": "An exception type (module.Name) reported once, never retried "
@@ -241,6 +244,8 @@ def load_file(path: str | Path) -> dict[str, Any]:
             if not isinstance(value, list):
                 raise ConfigError(f"{path}: fatal_exceptions must be a list, got {value!r}")
             value = tuple(exception_type(v, f"{path}: fatal_exceptions") for v in value)
+        elif key == "default_timestamp_extractor":
+            value = extractor_named(value, f"{path}: {key}")
         settings[key] = value
     return settings
 
@@ -270,6 +275,10 @@ def build_config(
     if "fatal_exceptions" in given:
         given["fatal_exceptions"] = tuple(
             exception_type(n, "--fatal-exception") for n in given["fatal_exceptions"]
+        )
+    if "default_timestamp_extractor" in given:
+        given["default_timestamp_extractor"] = extractor_named(
+            given["default_timestamp_extractor"], "--default-timestamp-extractor"
         )
     if "application_id" not in from_file and "application_id" not in given:
         raise ConfigError("give --application-id, or application_id in the --config file")

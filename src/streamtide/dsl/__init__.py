@@ -15,6 +15,7 @@ from streamtide.dsl.params import (
     Produced,
     Repartitioned,
 )
+from streamtide.dsl.printed import Printed
 from streamtide.dsl.windowed import SessionMerger, SessionWindowedKStream, TimeWindowedKStream
 from streamtide.dsl.windows import SessionWindows, TimeWindows
 
@@ -28,6 +29,7 @@ __all__ = [
     "KTable",
     "Materialized",
     "Named",
+    "Printed",
     "Produced",
     "Repartitioned",
     "SessionMerger",

@@ -36,7 +36,11 @@ class StreamsBuilder:
             raise TopologyError("stream() needs at least one topic")
         name = consumed.name or self.new_name("KSTREAM-SOURCE-")
         self.topology.add_source(
-            name, *topic_list, key_serde=consumed.key_serde, value_serde=consumed.value_serde
+            name,
+            *topic_list,
+            key_serde=consumed.key_serde,
+            value_serde=consumed.value_serde,
+            timestamp_extractor=consumed.timestamp_extractor,
         )
         return KStream(self, name, consumed.key_serde, consumed.value_serde)
 

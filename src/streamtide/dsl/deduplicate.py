@@ -7,7 +7,10 @@ expired (``stream_time - ts > interval``). The rules are in docs/deduplication.m
 
 Serdes: ``Deduplicated.key_serde`` / ``value_serde`` are the record key and value serdes (as in
 ``Grouped``), falling back to the stream's, then to the task defaults; ``id_serde`` serializes
-what ``id_selector`` returns, falling back to the task's default key serde. Dedup ids are
+what ``id_selector`` returns. Without one, str ids are serialized as UTF-8 (as
+``Serdes.string()``), int ids as 8-byte longs (``Serdes.long()``) and bytes ids as they are;
+ids of other types fall back to the task's default key serde, and an id that serde rejects
+fails with an error naming the operator and ``Deduplicated.with_id_serde``. Dedup ids are
 compared as bytes:
 
 - ``deduplicate_by_key``: the serialized key.
@@ -131,14 +134,41 @@ def _task_default(context: ProcessorContext, attribute: str) -> Serde:
     return serde
 
 
-def _serialize_id(serde: Serde, dedup_id: Any, operation: str) -> bytes | None:
+_I64 = struct.Struct(">q")
+
+
+def default_id_bytes(dedup_id: Any) -> bytes | None:
+    """The bytes of a str, int or bytes id without an id serde (None: another type)."""
+    cls = dedup_id.__class__
+    if cls is str:
+        return dedup_id.encode("utf-8")
+    if cls is bytes:
+        return dedup_id
+    if cls is int and -(2**63) <= dedup_id < 2**63:
+        return _I64.pack(dedup_id)
+    if isinstance(dedup_id, (bytes, bytearray, memoryview)):
+        return bytes(dedup_id)
+    return None
+
+
+def _serialize_id(serde: Serde, dedup_id: Any, operation: str, typed: bool = False) -> bytes | None:
+    """``dedup_id`` as bytes; with ``typed`` (no id serde given) str, int and bytes ids are
+    serialized by type and ``serde`` is the fallback for other types."""
+    if typed:
+        if dedup_id is None:
+            return None
+        data = default_id_bytes(dedup_id)
+        if data is not None:
+            return data
     try:
         return serde.serialize(dedup_id)
     except SerdeError as exc:
         method = "with_key_serde" if operation == "deduplicate_by_key" else "with_id_serde"
+        accepted = " (without it, ids must be str, int or bytes)" if typed else ""
         raise SerdeError(
-            f"{operation}: cannot serialize the dedup id {dedup_id!r} with {serde!r} ({exc}); "
-            f"give its serde with Deduplicated.{method}(...)"
+            f"{operation}: cannot serialize the dedup id {dedup_id!r} of type "
+            f"{type(dedup_id).__name__} with {serde!r} ({exc}); give its serde with "
+            f"Deduplicated.{method}(...){accepted}"
         ) from exc
 
 
@@ -158,17 +188,20 @@ class DedupIds:
         self.id_serde = id_serde
         self.value_serde = value_serde
         self.id_selector = id_selector
+        self.typed_ids = id_serde is None and operation != "deduplicate_by_key"
 
     def resolved(self, context: ProcessorContext) -> DedupIds:
         """A copy for one task, with serdes left open filled from the task's defaults."""
         default_key = _task_default(context, "default_key_serde")
-        return DedupIds(
+        resolved = DedupIds(
             self.operation,
             self.key_serde or default_key,
             self.id_serde or default_key,
             self.value_serde or _task_default(context, "default_value_serde"),
             self.id_selector,
         )
+        resolved.typed_ids = self.typed_ids
+        return resolved
 
     def id_of(self, record: Record) -> bytes | None:
         """The dedup id bytes, or None when the record must pass without deduplication."""
@@ -181,7 +214,7 @@ class DedupIds:
             if dedup_id is None:
                 return None
             key = self.key_serde.serialize(record.key)  # type: ignore[union-attr]
-            id_bytes = _serialize_id(self.id_serde, dedup_id, self.operation)  # type: ignore[arg-type]
+            id_bytes = _serialize_id(self.id_serde, dedup_id, self.operation, self.typed_ids)  # type: ignore[arg-type]
             return _U32.pack(len(key)) + key + id_bytes  # type: ignore[arg-type, operator]
         return record.key  # deduplicate: the id bytes are the repartition key
 
@@ -211,7 +244,7 @@ class IdSelectProcessor(Processor):
     def process(self, record: Record) -> None:
         ids = self.ids
         dedup_id = ids.id_selector(record.key, record.value)  # type: ignore[misc]
-        id_bytes = _serialize_id(ids.id_serde, dedup_id, ids.operation)  # type: ignore[arg-type]
+        id_bytes = _serialize_id(ids.id_serde, dedup_id, ids.operation, ids.typed_ids)  # type: ignore[arg-type]
         pair = pack_pair(
             ids.key_serde.serialize(record.key),  # type: ignore[union-attr]
             ids.value_serde.serialize(record.value),  # type: ignore[union-attr]

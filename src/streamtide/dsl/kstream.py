@@ -14,6 +14,7 @@ from streamtide.dsl.params import (
     ensure_callable,
     named_of,
 )
+from streamtide.dsl.printed import Printed, PrintProcessor
 from streamtide.errors import TopologyError
 from streamtide.processor.api import ProcessorSupplier
 from streamtide.serde import Serde
@@ -152,6 +153,15 @@ class KStream:
         """Call ``action(key, value)`` for each record (a terminal operation)."""
         ensure_callable(action, "foreach action")
         self._add("KSTREAM-FOREACH-", lambda: p.PeekProcessor(action, False), named)
+
+    def print(self, printed: Printed) -> None:
+        """Write each record as ``[label]: key, value`` (a terminal operation). On the engine it
+        runs on the executors: stdout is the executor worker's, a file is on its filesystem."""
+        if not isinstance(printed, Printed):
+            raise TypeError(f"print needs a Printed, got {printed!r}")
+        name = printed.name or self.builder.new_name("KSTREAM-PRINTER-")
+        label = printed.label if printed.label is not None else name
+        self._add("KSTREAM-PRINTER-", lambda: PrintProcessor(printed, label), name)
 
     def split(self, named: Named | str | None = None) -> BranchedKStream:
         """Route records to branches by predicates: ``.branch(...)...default_branch()``."""

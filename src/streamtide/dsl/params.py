@@ -13,6 +13,7 @@ from streamtide.errors import TopologyError
 from streamtide.processor.nodes import Partitioner
 from streamtide.serde import Serde
 from streamtide.time import Duration, non_negative_millis
+from streamtide.timestamp_extractor import TimestampExtractor
 
 #: The store kind DSL operators use when ``Materialized`` does not name one.
 DEFAULT_STORE_TYPE = "rocksdb"
@@ -37,15 +38,32 @@ class Named:
 
 @dataclass(frozen=True)
 class Consumed:
-    """Serdes (and an optional node name) for reading a topic."""
+    """Serdes, timestamp extractor and node name for reading a topic.
+
+    ``timestamp_extractor(record, partition_time) -> int`` gives each consumed record its
+    timestamp (see ``streamtide.timestamp_extractor``); None uses the config's
+    ``default_timestamp_extractor``.
+    """
 
     key_serde: Serde | None = None
     value_serde: Serde | None = None
     name: str | None = None
+    timestamp_extractor: TimestampExtractor | None = None
 
     @classmethod
-    def with_(cls, key_serde: Serde | None = None, value_serde: Serde | None = None) -> Consumed:
-        return cls(key_serde, value_serde)
+    def with_(
+        cls,
+        key_serde: Serde | None = None,
+        value_serde: Serde | None = None,
+        timestamp_extractor: TimestampExtractor | None = None,
+    ) -> Consumed:
+        if timestamp_extractor is not None:
+            ensure_callable(timestamp_extractor, "timestamp_extractor")
+        return cls(key_serde, value_serde, timestamp_extractor=timestamp_extractor)
+
+    def with_timestamp_extractor(self, timestamp_extractor: TimestampExtractor) -> Consumed:
+        ensure_callable(timestamp_extractor, "timestamp_extractor")
+        return replace(self, timestamp_extractor=timestamp_extractor)
 
     @classmethod
     def as_(cls, name: str) -> Consumed:

@@ -8,6 +8,7 @@ from typing import Any
 
 from streamtide.processor.api import ProcessorSupplier
 from streamtide.serde import Serde
+from streamtide.timestamp_extractor import TimestampExtractor
 
 #: ``partitioner(key, value, key_bytes, num_partitions) -> partition or None`` (None: default)
 Partitioner = Callable[[Any, Any, "bytes | None", int], "int | None"]
@@ -25,6 +26,7 @@ class SourceNodeDef(NodeDef):
     topics: list[str] = field(default_factory=list)
     key_serde: Serde | None = None
     value_serde: Serde | None = None
+    timestamp_extractor: TimestampExtractor | None = None
 
 
 @dataclass

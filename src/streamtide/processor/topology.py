@@ -20,6 +20,7 @@ from streamtide.processor.nodes import (
     SourceNodeDef,
 )
 from streamtide.serde import Serde
+from streamtide.timestamp_extractor import TimestampExtractor
 
 
 @dataclass
@@ -85,8 +86,10 @@ class Topology:
         *topics: str,
         key_serde: Serde | None = None,
         value_serde: Serde | None = None,
+        timestamp_extractor: TimestampExtractor | None = None,
     ) -> Topology:
-        """Read ``topics``; each topic can be read by one source node only."""
+        """Read ``topics``; each topic can be read by one source node only.
+        ``timestamp_extractor``: see ``streamtide.timestamp_extractor``."""
         self._check_new(name)
         if not topics:
             raise TopologyError(f"source {name!r} needs at least one topic")
@@ -101,7 +104,11 @@ class Topology:
         for topic in topics:
             self._topic_sources[topic] = name
         self._nodes[name] = SourceNodeDef(
-            name, topics=list(topics), key_serde=key_serde, value_serde=value_serde
+            name,
+            topics=list(topics),
+            key_serde=key_serde,
+            value_serde=value_serde,
+            timestamp_extractor=timestamp_extractor,
         )
         return self
 

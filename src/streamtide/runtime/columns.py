@@ -98,10 +98,18 @@ class BatchInput:
             if len(columns):
                 taken.append((topic, columns))
                 self._columns[topic] = InputColumns()
-        if len(taken) <= 1:
-            return taken, None
-        heads = [
-            [(ts, index, row) for row, ts in enumerate(columns.timestamps)]
-            for index, (_, columns) in enumerate(taken)
-        ]
-        return taken, [(index, row) for _, index, row in heapq.merge(*heads)]
+        return taken, processing_order(taken)
+
+
+def processing_order(
+    taken: list[tuple[str, InputColumns]],
+) -> list[tuple[int, int]] | None:
+    """The partition group's order of ``taken`` by the columns' timestamps (see
+    ``BatchInput.take``)."""
+    if len(taken) <= 1:
+        return None
+    heads = [
+        [(ts, index, row) for row, ts in enumerate(columns.timestamps)]
+        for index, (_, columns) in enumerate(taken)
+    ]
+    return [(index, row) for _, index, row in heapq.merge(*heads)]

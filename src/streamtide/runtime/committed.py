@@ -12,18 +12,22 @@ class TaskCommittedState:
     """The task's committed metadata; restoring it resumes processing exactly where it was.
 
     ``offsets`` maps ``"topic:partition"`` to the next offset to process; ``schedules`` maps a
-    schedule key (see ``processor.punctuation.schedule_key``) to its next fire time.
+    schedule key (see ``processor.punctuation.schedule_key``) to its next fire time;
+    ``partition_times`` maps ``"topic:partition"`` to the highest timestamp a timestamp
+    extractor returned for it (only sources with an extractor).
     """
 
     offsets: dict[str, int] = field(default_factory=dict)
     stream_time: int = -1
     schedules: dict[str, int] = field(default_factory=dict)
+    partition_times: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "offsets": dict(self.offsets),
             "stream_time": self.stream_time,
             "schedules": dict(self.schedules),
+            "partition_times": dict(self.partition_times),
         }
 
     @classmethod
@@ -32,6 +36,7 @@ class TaskCommittedState:
             offsets={str(k): int(v) for k, v in data.get("offsets", {}).items()},
             stream_time=int(data.get("stream_time", -1)),
             schedules={str(k): int(v) for k, v in data.get("schedules", {}).items()},
+            partition_times={str(k): int(v) for k, v in data.get("partition_times", {}).items()},
         )
 
     def to_json(self) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 
@@ -22,9 +22,16 @@ class PartitionGroup:
     """One queue per source partition; the next record is the head with the lowest timestamp.
 
     Ties go to the lowest index in the sub-topology's source list, then the topic name.
+    ``stampers`` (by topic) replace a record with a stamped one (its ``timestamp`` the
+    extracted one) when it becomes the head of its queue, so the order uses that timestamp.
     """
 
-    def __init__(self, topics: list[str]) -> None:
+    def __init__(
+        self,
+        topics: list[str],
+        stampers: dict[str, Callable[[RawRecord], RawRecord]] | None = None,
+    ) -> None:
+        self._stampers = stampers or {}
         self._order = {topic: index for index, topic in enumerate(topics)}
         self._queues: dict[str, deque[RawRecord]] = {topic: deque() for topic in topics}
         self._heap: list[tuple[int, int, str]] = []
@@ -45,8 +52,14 @@ class PartitionGroup:
         added = len(queue) - before
         self._size += added
         if was_empty and queue:
-            heapq.heappush(self._heap, (queue[0].timestamp, self._order[topic], topic))
+            self._push_head(topic, queue)
         return added
+
+    def _push_head(self, topic: str, queue: deque[RawRecord]) -> None:
+        stamp = self._stampers.get(topic)
+        if stamp is not None:
+            queue[0] = stamp(queue[0])
+        heapq.heappush(self._heap, (queue[0].timestamp, self._order[topic], topic))
 
     def next_record(self) -> tuple[str, RawRecord] | None:
         """Pop the next record to process, with its topic; None when every queue is empty."""
@@ -57,7 +70,7 @@ class PartitionGroup:
         record = queue.popleft()
         self._size -= 1
         if queue:
-            heapq.heappush(self._heap, (queue[0].timestamp, self._order[topic], topic))
+            self._push_head(topic, queue)
         return topic, record
 
     def __len__(self) -> int:

@@ -31,16 +31,18 @@ from streamtide.processor.topology import Topology
 from streamtide.processor.variants import batch_variant
 from streamtide.record import Record
 from streamtide.runtime.collector import RecordCollector
-from streamtide.runtime.columns import BatchInput
+from streamtide.runtime.columns import BatchInput, processing_order
 from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.context import TaskContext
 from streamtide.runtime.metrics import TaskMetrics
 from streamtide.runtime.nodes import ProcessorNode, SinkNode, SourceNode
 from streamtide.runtime.partition_group import PartitionGroup, RawRecord
 from streamtide.runtime.record_errors import RecordErrors
+from streamtide.runtime.stamping import SourceStamper, StampedRecord
 from streamtide.runtime.task_stores import TaskStores
 from streamtide.serde import Serde, Serdes
 from streamtide.time import UNKNOWN_TIME, Clock, SystemClock
+from streamtide.timestamp_extractor import TimestampExtractor
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +85,7 @@ class StreamTask:
         cache_enabled: bool = False,
         stores: TaskStores | None = None,
         batch_processing: bool = False,
+        default_timestamp_extractor: TimestampExtractor | None = None,
     ) -> None:
         self.topology = topology
         self.subtopology = topology.subtopology(subtopology_id)
@@ -113,6 +116,9 @@ class StreamTask:
         self.stream_time = committed.stream_time
         self._offsets = dict(committed.offsets)
         self._restored_schedules = dict(committed.schedules)
+        self._partition_times = committed.partition_times
+        self.default_timestamp_extractor = default_timestamp_extractor
+        self._stampers: dict[str, SourceStamper] = {}
         self._queues = {
             PunctuationType.STREAM_TIME: PunctuationQueue(PunctuationType.STREAM_TIME),
             PunctuationType.WALL_CLOCK_TIME: PunctuationQueue(PunctuationType.WALL_CLOCK_TIME),
@@ -129,7 +135,8 @@ class StreamTask:
         self._failed_record: Record | None = None  # what the failed node was given
         self._build_nodes()
         source_topics = [self.resolve(t) for t in self.subtopology.source_topics]
-        self.partition_group = PartitionGroup(source_topics)
+        stampers = {topic: stamper.stamp for topic, stamper in self._stampers.items()}
+        self.partition_group = PartitionGroup(source_topics, stampers)
         self.batch_input = BatchInput(source_topics)
         self._initialized = False
         self._closed = False
@@ -147,8 +154,11 @@ class StreamTask:
                     definition.key_serde or self.default_key_serde,
                     definition.value_serde or self.default_value_serde,
                 )
+                extractor = definition.timestamp_extractor or self.default_timestamp_extractor
                 for topic in definition.topics:
                     self._sources[self.resolve(topic)] = node
+                    if extractor is not None:
+                        self._add_stamper(extractor, node, self.resolve(topic))
             elif isinstance(definition, ProcessorNodeDef):
                 processor = definition.supplier()  # type: ignore[misc]
                 if not callable(getattr(processor, "process", None)):
@@ -175,6 +185,17 @@ class StreamTask:
         for definition in self.subtopology.nodes:
             for child in definition.children:
                 self._nodes[definition.name].add_child(self._nodes[child])
+
+    def _add_stamper(self, extractor: TimestampExtractor, node: SourceNode, topic: str) -> None:
+        key = offset_key(topic, self.partition)
+        self._stampers[topic] = SourceStamper(
+            extractor,
+            node,
+            topic,
+            self.partition,
+            self.task_id,
+            self._partition_times.get(key, UNKNOWN_TIME),
+        )
 
     def _owns_its_stores(self, definition: ProcessorNodeDef) -> bool:
         """Whether no other node of the sub-topology uses ``definition``'s stores (a batch
@@ -259,11 +280,17 @@ class StreamTask:
             self._drop_negative(topic, raw)
             return
         source = self._sources[topic]
-        try:
-            record = source.deserialize(raw)
-        except SerdeError as exc:
-            self._on_deserialization_error(topic, raw, exc)
-            return
+        if raw.__class__ is StampedRecord:  # a source with a timestamp extractor
+            if raw.error is not None:  # type: ignore[attr-defined]
+                self._on_deserialization_error(topic, raw, raw.error)  # type: ignore[attr-defined]
+                return
+            record = raw.record  # type: ignore[attr-defined]
+        else:
+            try:
+                record = source.deserialize(raw)
+            except SerdeError as exc:
+                self._on_deserialization_error(topic, raw, exc)
+                return
         if record.timestamp > self.stream_time:
             self.stream_time = record.timestamp
         context = self.context
@@ -293,10 +320,16 @@ class StreamTask:
         partition = self.partition
         context = self.context
         inputs = []
+        stamped = False
         for topic, columns in taken:
             source = self._sources[topic]
             keys, values, errors = source.deserialize_columns(columns.keys, columns.values)
             inputs.append((topic, source.children, columns, keys, values, errors))
+            if self._stampers and topic in self._stampers:
+                self._stampers[topic].stamp_columns(columns, keys, values, errors)
+                stamped = True
+        if stamped:  # order by the extracted timestamps
+            order = processing_order(taken)
         rows: Iterable[tuple[int, int]] = (
             order if order is not None else zip(repeat(0), range(len(taken[0][1])))
         )
@@ -498,6 +531,11 @@ class StreamTask:
             offsets=dict(self._offsets),
             stream_time=self.stream_time,
             schedules={s.key: s.time for s in self.schedules() if s.time is not None},
+            partition_times={
+                offset_key(topic, self.partition): stamper.partition_time
+                for topic, stamper in self._stampers.items()
+                if stamper.partition_time != UNKNOWN_TIME
+            },
         )
 
     def commit(self) -> TaskCommittedState:

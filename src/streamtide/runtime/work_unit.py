@@ -12,7 +12,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +156,7 @@ def _run_active(
         processing_handler=config.processing_exception_handler,
         dead_letter_topic=config.errors_dead_letter_topic,
         invalid_timestamp_handler=config.invalid_timestamp_handler,
+        default_timestamp_extractor=config.default_timestamp_extractor,
         cache_enabled=config.cache_enabled,
         stores=stores,
         batch_processing=config.batch_processing,
@@ -178,7 +179,7 @@ def _run_active(
         offsets = dict(state.offsets)
         for topic, (_start, end) in active.ranges.items():
             offsets[offset_key(topic, active.partition)] = end
-        state = TaskCommittedState(offsets, state.stream_time, state.schedules)
+        state = replace(state, offsets=offsets)
         output_counts = collector.counts()
         prefix = writer_prefix(config.application_id, spec.batch, spec.stage)
         writer = f"{prefix}{active.task_id}/{attempt}"

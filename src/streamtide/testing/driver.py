@@ -68,6 +68,7 @@ class TopologyTestDriver:
                 processing_handler=config.processing_exception_handler,
                 dead_letter_topic=config.errors_dead_letter_topic,
                 invalid_timestamp_handler=config.invalid_timestamp_handler,
+                default_timestamp_extractor=config.default_timestamp_extractor,
                 cache_enabled=cache_enabled,
                 batch_processing=batch_processing,
             )
