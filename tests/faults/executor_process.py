@@ -19,7 +19,11 @@ def main() -> None:
     spec = WorkUnitSpec.from_dict(message["spec"])
     log = open_log(config.log)
     report = run_work_unit(session_topology(), config, log, spec, make_task_stores)
-    sys.stdout.write(json.dumps(report))
+    try:
+        sys.stdout.write(json.dumps(report))
+        sys.stdout.flush()
+    except BrokenPipeError:  # the driver that asked was killed meanwhile: nobody listens
+        sys.stdout = None  # type: ignore[assignment]  # no second error at interpreter exit
 
 
 if __name__ == "__main__":
