@@ -12,13 +12,13 @@ result follows ``invalid_timestamp_handler``. Set one per source with
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from streamtide.errors import ConfigError
+from streamtide.names import resolve_name
 
 
 @dataclass(frozen=True)
@@ -40,13 +40,8 @@ TimestampExtractor = Callable[[ConsumerRecord, int], int]
 
 def extractor_named(name: Any, where: str) -> TimestampExtractor:
     """The function a dotted name (``module.function`` or ``module:function``) names."""
-    if not isinstance(name, str) or not name.replace(":", ".").count("."):
-        raise ConfigError(f"{where}: name a timestamp extractor as module.function, got {name!r}")
-    module, _, attribute = name.replace(":", ".").rpartition(".")
-    try:
-        found = getattr(importlib.import_module(module), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"{where}: cannot find timestamp extractor {name!r} ({exc})") from None
+    usage = "name a timestamp extractor as module.function"
+    found = resolve_name(name, where, "timestamp extractor", usage)
     if not callable(found):
         raise ConfigError(f"{where}: {name!r} is not callable")
     return found

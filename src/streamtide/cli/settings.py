@@ -25,6 +25,7 @@ from streamtide.config import (
 )
 from streamtide.errors import ConfigError
 from streamtide.handlers import HANDLER_NAMES, Handler
+from streamtide.names import resolve_name
 from streamtide.serde import Serde, Serdes
 from streamtide.timestamp_extractor import extractor_named
 
@@ -82,15 +83,7 @@ _REPEATED = {"log_options": "--log-option", "fatal_exceptions": "--fatal-excepti
 
 def exception_type(name: Any, where: str) -> type[BaseException]:
     """The exception class a dotted name (``module.Name`` or ``module:Name``) names."""
-    import importlib
-
-    if not isinstance(name, str) or not name.replace(":", ".").count("."):
-        raise ConfigError(f"{where}: name an exception type as module.Name, got {name!r}")
-    module, _, attribute = name.replace(":", ".").rpartition(".")
-    try:
-        found = getattr(importlib.import_module(module), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"{where}: cannot find exception type {name!r} ({exc})") from None
+    found = resolve_name(name, where, "exception type", "name an exception type as module.Name")
     if not (isinstance(found, type) and issubclass(found, BaseException)):
         raise ConfigError(f"{where}: {name!r} is not an exception type")
     return found
@@ -98,19 +91,10 @@ def exception_type(name: Any, where: str) -> type[BaseException]:
 
 def handler(name: Any, where: str) -> str | Handler:
     """A handler name as is, or the function a dotted name (``module.function``) names."""
-    import importlib
-
     if isinstance(name, str) and name in HANDLER_NAMES:
         return name
-    if not isinstance(name, str) or not name.replace(":", ".").count("."):
-        raise ConfigError(
-            f"{where}: give one of {HANDLER_NAMES} or a function as module.function, got {name!r}"
-        )
-    module, _, attribute = name.replace(":", ".").rpartition(".")
-    try:
-        found = getattr(importlib.import_module(module), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"{where}: cannot find handler function {name!r} ({exc})") from None
+    usage = f"give one of {HANDLER_NAMES} or a function as module.function"
+    found = resolve_name(name, where, "handler function", usage)
     if not callable(found) or isinstance(found, type):
         raise ConfigError(f"{where}: {name!r} is not a function")
     return found
