@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from streamtide.log.errors import LogUnavailableError
 from streamtide.log.kafka_client import translate
-from streamtide.log.segments import READ_SCHEMA, _headers_array
+from streamtide.log.segments import READ_SCHEMA, headers_array
 
 #: Messages asked of the client per consume() call.
 CONSUME_BATCH = 10_000
@@ -120,6 +120,6 @@ def to_table(messages: list[Any]) -> pa.Table:
         pa.array([m.key() for m in messages], pa.binary()),
         pa.array([m.value() for m in messages], pa.binary()),
         pa.array([m.timestamp()[1] for m in messages], pa.int64()),
-        _headers_array([tuple(h) for h in headers]),
+        headers_array([tuple(h) for h in headers]),
     ]
     return pa.Table.from_arrays(columns, schema=READ_SCHEMA)

@@ -93,7 +93,7 @@ def to_table(records: Records) -> pa.Table:
             pa.array(keys, pa.binary()),
             pa.array(values, pa.binary()),
             pa.array(stamps, pa.int64()),
-            _headers_array([r.headers for r in rows]),
+            headers_array([r.headers for r in rows]),
         ]
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
         raise LogError(f"invalid record: {e}") from e
@@ -123,7 +123,7 @@ def iter_records(table: pa.Table, base_offset: int) -> Iterator[LogRecord]:
     keys = table.column("key").to_pylist()
     values = table.column("value").to_pylist()
     stamps = table.column("timestamp").to_pylist()
-    headers = _headers_to_python(table.column("headers"))
+    headers = headers_to_python(table.column("headers"))
     offsets = range(base_offset, base_offset + len(keys))
     return map(LogRecord, keys, values, stamps, headers, offsets)
 
@@ -154,7 +154,8 @@ def _reject_str(items: list[object], what: str) -> None:
         raise LogError(f"record {what} must be bytes or None, got str {item[:40]!r}")
 
 
-def _headers_array(headers: list[tuple[tuple[str, bytes], ...]]) -> pa.Array:
+def headers_array(headers: list[tuple[tuple[str, bytes], ...]]) -> pa.Array:
+    """Per-record headers as the segment's headers column (each a (str, bytes) pair)."""
     if not any(headers):
         return pa.ListArray.from_arrays(
             pa.array([0] * (len(headers) + 1), pa.int32()),
@@ -168,7 +169,8 @@ def _headers_array(headers: list[tuple[tuple[str, bytes], ...]]) -> pa.Array:
     return pa.array(rows, HEADER_TYPE)
 
 
-def _headers_to_python(column: pa.ChunkedArray) -> list[tuple[tuple[str, bytes], ...]]:
+def headers_to_python(column: pa.ChunkedArray) -> list[tuple[tuple[str, bytes], ...]]:
+    """A headers column back as per-record tuples of (str, bytes) pairs."""
     if all(len(chunk.values) == 0 for chunk in column.chunks):
         return [()] * len(column)
     return [

@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from streamtide.log.segments import headers_to_python
 from streamtide.runtime.partition_group import RawRecord
 
 
@@ -52,14 +53,7 @@ class InputColumns:
         self.values.extend(table.column("value").to_pylist())
         self.timestamps.extend(table.column("timestamp").to_pylist())
         self.offsets.extend(table.column("offset").to_pylist())
-        headers = table.column("headers")
-        if all(len(chunk.values) == 0 for chunk in headers.chunks):
-            self.headers.extend([()] * rows)
-        else:
-            self.headers.extend(
-                () if row is None else tuple((h["key"], h["value"]) for h in row)
-                for row in headers.to_pylist()
-            )
+        self.headers.extend(headers_to_python(table.column("headers")))
         return rows
 
 

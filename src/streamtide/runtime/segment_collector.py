@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from streamtide.errors import UnknownTopicError
 from streamtide.log.api import Log, SegmentRef
-from streamtide.log.segments import HEADER_TYPE
+from streamtide.log.segments import headers_array
 
 
 class _Columns:
@@ -34,8 +34,7 @@ class _Columns:
         ]
         names = ["key", "value", "timestamp"]
         if any(self.headers):
-            rows = [[{"key": k, "value": v} for k, v in h] for h in self.headers]
-            columns.append(pa.array(rows, HEADER_TYPE))
+            columns.append(headers_array(self.headers))
             names.append("headers")
         return pa.Table.from_arrays(columns, names=names)
 
