@@ -38,8 +38,6 @@ def run_task(
     Python function calls (0 unless ``profile``)."""
     log = open_log(f"file://{root / 'log'}")
     topology = TOPOLOGIES[operation](w)
-    for topic in topology.sink_topics() if hasattr(topology, "sink_topics") else ():
-        log.create_topic(topic, w.partitions, exist_ok=True)
     for topic in ("dedup-out", "session-out", "punctuation-out"):
         log.create_topic(topic, w.partitions, exist_ok=True)
     config = StreamsConfig(
