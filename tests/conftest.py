@@ -46,3 +46,25 @@ def kafka_url(kafka_broker: Broker) -> str:
     """The ``kafka://`` URL of the session's broker, emptied of topics for this test."""
     delete_all_topics(kafka_broker)
     return kafka_broker.url
+
+
+@pytest.fixture(autouse=True)
+def _stop_apps_after_each_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Stop every ``StreamsApp`` a test created: a continuous application keeps its work
+    units (one busy core each) until stopped, and the suite shares one SparkSession."""
+    from streamtide.engine.app import StreamsApp
+
+    created: list[StreamsApp] = []
+    original = StreamsApp.__init__
+
+    def tracking_init(self: StreamsApp, *args: object, **kwargs: object) -> None:
+        original(self, *args, **kwargs)  # type: ignore[arg-type]
+        created.append(self)
+
+    monkeypatch.setattr(StreamsApp, "__init__", tracking_init)
+    yield
+    for app in created:
+        try:
+            app.stop()
+        except Exception:  # a test may have broken its app on purpose
+            pass

@@ -20,6 +20,7 @@ DESERIALIZATION_HANDLERS = HANDLER_NAMES
 PROCESSING_HANDLERS = HANDLER_NAMES
 AUTO_OFFSET_RESETS = ("earliest", "latest")
 INVALID_TIMESTAMP_HANDLERS = ("fail", "log_and_skip")
+EXECUTION_MODES = ("continuous", "micro_batch")
 
 
 @dataclass
@@ -49,6 +50,10 @@ class StreamsConfig:
     ``"log_and_continue"`` or a function (``streamtide.handlers``). Skipped records go to
     ``errors_dead_letter_topic`` when it is set (records that cannot be deserialized go to
     ``<application_id>-dlq`` otherwise).
+    ``execution``: ``"continuous"`` keeps one long-running work unit per executor slot that
+    holds its tasks open and runs batch after batch without a Spark job each (recycled after
+    ``work_unit_max_age``); ``"micro_batch"`` runs each batch as a Spark job whose work units
+    open and close their tasks' stores (docs/engine.md, "Execution modes").
     ``metrics_port``: serve Prometheus metrics on ``http://127.0.0.1:<port>/metrics`` while
     the application runs (0 picks a free port; see ``StreamsApp.metrics_url``).
     ``default_timestamp_extractor``: ``fn(record, partition_time) -> int`` for every source
@@ -83,6 +88,8 @@ class StreamsConfig:
     default_timestamp_extractor: TimestampExtractor | None = None
     fatal_exceptions: tuple[type[BaseException], ...] = ()
     metrics_port: int | None = None
+    execution: str = "micro_batch"
+    work_unit_max_age: Duration = 3_600_000
 
     def __post_init__(self) -> None:
         if not isinstance(self.application_id, str) or not _APP_ID.match(self.application_id):
@@ -94,6 +101,11 @@ class StreamsConfig:
             self.commit_interval, "commit_interval", allow_zero=True
         )
         self.locality_wait = _positive_ms(self.locality_wait, "locality_wait", allow_zero=True)
+        self.work_unit_max_age = _positive_ms(
+            self.work_unit_max_age, "work_unit_max_age", allow_zero=False
+        )
+        if self.execution not in EXECUTION_MODES:
+            raise ConfigError(f"execution must be one of {EXECUTION_MODES}, got {self.execution!r}")
         _require_int(self.max_records_per_batch, "max_records_per_batch", minimum=1)
         _require_int(self.adaptive_batch_size_limit, "adaptive_batch_size_limit", minimum=1)
         _require_int(self.num_standby_replicas, "num_standby_replicas", minimum=0)

@@ -52,6 +52,8 @@ batch_processing = false
 adaptive_batch_size = false
 adaptive_batch_size_limit = 300000
 stages_in_one_job = false
+execution = "continuous"
+work_unit_max_age = 60000
 invalid_timestamp_handler = "log_and_skip"
 auto_offset_reset = "earliest"
 fatal_exceptions = ["builtins.ZeroDivisionError"]
@@ -77,6 +79,7 @@ def test_the_file_takes_every_setting(tmp_path: Path) -> None:
     assert config.batch_processing is False and config.adaptive_batch_size is False
     assert config.adaptive_batch_size_limit == 300_000
     assert config.stages_in_one_job is False
+    assert config.execution == "continuous" and config.work_unit_max_age == 60_000
     assert config.invalid_timestamp_handler == "log_and_skip"
     assert config.auto_offset_reset == "earliest"
     assert config.fatal_exceptions == (ZeroDivisionError,)

@@ -92,6 +92,7 @@ def main(workdir: str) -> None:
             SCENARIOS[name][0](), engine_config(url, str(root / name / "state")), spark=spark
         )
         runs = other.run_until_caught_up(timeout=600)
+        other.stop()  # continuous work units hold their executor slots until stopped
         equal_by_scenario[name] = (
             engine_outputs(url, name) == expected_outputs(name, scenario_events)
             and placement_ok(runs)

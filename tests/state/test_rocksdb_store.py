@@ -56,7 +56,9 @@ def test_another_process_cannot_open_an_open_database(tmp_path: Path) -> None:
     store.put_all([(b"kept", b"1")])
     code = (
         "import sys; from streamtide.state import RocksDBKeyValueBytesStore as R\n"
+        "from streamtide.state import rocksdb\n"
         "from streamtide.errors import StoreError\n"
+        "rocksdb.LOCK_WAIT_S = 0.5\n"
         "try:\n    R('s').open_standalone(sys.argv[1])\nexcept StoreError:\n    sys.exit(3)\n"
     )
     try:
@@ -65,6 +67,24 @@ def test_another_process_cannot_open_an_open_database(tmp_path: Path) -> None:
         assert list(store.all()) == [(b"kept", b"1")]  # held, so never taken for damaged
     finally:
         store.close()
+
+
+def test_opening_waits_for_another_process_to_hand_the_database_over(tmp_path: Path) -> None:
+    code = (
+        "import sys, time; from streamtide.state import RocksDBKeyValueBytesStore as R\n"
+        "s = R('s').open_standalone(sys.argv[1]); s.put_all([(b'k', b'v')])\n"
+        "print('open', flush=True); time.sleep(1.0); s.close()\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path / "db")], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        store = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+        assert list(store.all()) == [(b"k", b"v")] and store.wiped_reason is None
+        store.close()
+    finally:
+        holder.wait(timeout=60)
 
 
 def test_unfinished_iterators_do_not_keep_the_database_locked(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ import click
 
 from streamtide.config import (
     AUTO_OFFSET_RESETS,
+    EXECUTION_MODES,
     INVALID_TIMESTAMP_HANDLERS,
     PROCESSING_GUARANTEES,
     StreamsConfig,
@@ -37,10 +38,11 @@ _CHOICES = {
     "processing_guarantee": PROCESSING_GUARANTEES,
     "invalid_timestamp_handler": INVALID_TIMESTAMP_HANDLERS,
     "auto_offset_reset": AUTO_OFFSET_RESETS,
+    "execution": EXECUTION_MODES,
 }
 #: Error handler settings: a handler name or a function named ``module.function``.
 _HANDLERS = ("deserialization_exception_handler", "processing_exception_handler")
-_DURATIONS = {"commit_interval", "locality_wait"}
+_DURATIONS = {"commit_interval", "locality_wait", "work_unit_max_age"}
 #: Shorter names of boolean flags (``--cache/--no-cache``).
 _BOOL_FLAGS = {"cache_enabled": "cache"}
 #: One line per setting for ``--help`` (docs/engine.md has the full table).
@@ -68,6 +70,8 @@ _HELP = {
     "default_value_serde": "Serde for values where an operator was given none",
     "snapshot_interval": "Snapshot a task's stores every N commits (0: never)",
     "locality_wait": "How long Spark waits for the executor a task is pinned to, in ms",
+    "execution": "continuous (long-running work units) or micro_batch (a Spark job a batch)",
+    "work_unit_max_age": "Replace a long-running work unit after this long, in ms",
     "metrics_port": "Serve Prometheus metrics on 127.0.0.1:PORT/metrics (0: a free port)",
     "invalid_timestamp_handler": "What a record with a negative timestamp does",
     "default_timestamp_extractor": "A function (module.function) that gives each consumed "

@@ -13,6 +13,7 @@ from streamtide.config import StreamsConfig
 from streamtide.engine.app_dir import AppDirectory, app_dir_for
 from streamtide.engine.batch_size import BatchSizeController
 from streamtide.engine.committer import BatchCommitter
+from streamtide.engine.continuous import ContinuousWorkers, SlotKey, WorkerLostError
 from streamtide.engine.failures import RemoteTraceback, rebuild, signature
 from streamtide.engine.interop import (
     ExecutorInfo,
@@ -110,6 +111,11 @@ class StreamsApp:
         self._blob: bytes | None = None
         self._metrics = AppMetrics()
         self._metrics_server: MetricsServer | None = None
+        #: Continuous execution: the long-running work units, which slot holds which tasks,
+        #: and which slot last ran each task (to tell it the outcome).
+        self._workers: ContinuousWorkers | None = None
+        self._layout: dict[SlotKey, set[str]] = {}
+        self._ran_in: dict[str, SlotKey] = {}
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -154,6 +160,15 @@ class StreamsApp:
                     self._reports.setdefault(owner, ClientReport()).running.add(task)
             self._metrics.remember_owners(last.owners)
             log.info("resuming %s after committed batch %d", self.config.application_id, batch)
+        if self.config.execution == "continuous" and self._workers is None:
+            self._workers = ContinuousWorkers(
+                self.sc,
+                self._blob,
+                self.config.application_id,
+                str(self.app_dir.root),
+                self.committer.epoch,
+                max_age=self.config.work_unit_max_age / 1000,
+            )
         if self.config.metrics_port is not None and self._metrics_server is None:
             self._metrics_server = MetricsServer(self._metrics.registry, self.config.metrics_port)
         self._started = True
@@ -200,6 +215,10 @@ class StreamsApp:
         if self._metrics_server is not None:
             self._metrics_server.close()
             self._metrics_server = None
+        if self._workers is not None:
+            self._workers.close()
+            self._workers = None
+            self._layout = {}
         if self._owns_spark and self._spark is not None:
             self._spark.stop()
             self._spark = None
@@ -546,6 +565,8 @@ class StreamsApp:
             progress.resumed = progress.resumed or result.resumed
         if result.offsets is not None:
             self._topic_ids.update(result.offsets.topic_ids)
+        if self._workers is not None:
+            self._settle(result.prepare)
         self._take_over(stage, result.prepare, progress, result.offsets)
 
     def _take_over(
@@ -611,10 +632,10 @@ class StreamsApp:
                     attempt + 1,
                     str(last_error).splitlines()[0] if str(last_error) else repr(last_error),
                 )
-            units = []
+            units: list[tuple[int, dict[str, Any], ExecutorInfo, int]] = []
             for subtopology, ranges in plans.items():
                 stage = self.stages[subtopology]
-                for executor, actives, standbys in slot_units(assignment, executors, stage):
+                for executor, slot, actives, standbys in slot_units(assignment, executors, stage):
                     spec = WorkUnitSpec(
                         batch,
                         subtopology,
@@ -629,16 +650,25 @@ class StreamsApp:
                         ],
                         standbys,
                     )
-                    units.append((subtopology, json.dumps(spec.to_dict()), executor))
+                    units.append((subtopology, spec.to_dict(), executor, slot))
             try:
-                outputs = run_pinned(
-                    self.sc, [(payload, ex) for _, payload, ex in units], make_work(self._blob)
-                )
+                if self._workers is not None:
+                    reports = self._run_continuous(units, executors, assignment)
+                else:
+                    outputs = run_pinned(
+                        self.sc,
+                        [(json.dumps(spec), ex) for _, spec, ex, _ in units],
+                        make_work(self._blob),
+                    )
+                    reports = [json.loads(out) for out in outputs]
+            except WorkerLostError as exc:  # a long-running work unit ended: re-plan
+                last_error, cause = exc, None
+                continue
             except Exception as exc:  # a failed Spark job (a worker died): re-plan, same ranges
                 last_error = _explain(exc)
                 cause = RemoteTraceback("\n".join(str(exc).splitlines()[-25:]))
                 continue
-            results = [(sub, ex.id, json.loads(out)) for (sub, _, ex), out in zip(units, outputs)]
+            results = [(sub, ex.id, report) for (sub, _, ex, _), report in zip(units, reports)]
             failures = [r["failure"] for _, _, r in results if "failure" in r]
             if not failures:
                 done: dict[int, list[tuple[str, dict[str, Any]]]] = {sub: [] for sub in plans}
@@ -652,6 +682,61 @@ class StreamsApp:
             previous = failure
         assert last_error is not None
         raise last_error from cause
+
+    # ---- continuous execution ------------------------------------------------------------
+
+    def _run_continuous(
+        self,
+        units: list[tuple[int, dict[str, Any], ExecutorInfo, int]],
+        executors: list[ExecutorInfo],
+        assignment: Assignment,
+    ) -> list[dict[str, Any]]:
+        """Run work-unit specs on the long-running work units of their slots (one message
+        per slot) and return the reports in the order of ``units``."""
+        workers = self._workers
+        assert workers is not None
+        layout: dict[SlotKey, set[str]] = {}
+        for stage in self.stages:
+            for executor, slot, actives, standbys in slot_units(assignment, executors, stage):
+                layout.setdefault(SlotKey(executor.id, slot), set()).update(actives, standbys)
+        if layout != self._layout:
+            # tasks that move close where they were before they open elsewhere (RocksDB
+            # admits one process per store)
+            connected = {key for key, slot in workers.slots().items() if slot["connected"]}
+            workers.request(
+                {key: {"kind": "release", "keep": sorted(layout.get(key, ()))} for key in connected}
+            )
+            self._layout = layout
+        by_slot: dict[SlotKey, list[int]] = {}
+        for index, (_, _, executor, slot) in enumerate(units):
+            key = SlotKey(executor.id, slot)
+            if key not in by_slot:
+                workers.ensure(key, executor)
+            by_slot.setdefault(key, []).append(index)
+        replies = workers.request(
+            {
+                key: {"kind": "run", "units": [units[i][1] for i in indexes]}
+                for key, indexes in by_slot.items()
+            }
+        )
+        reports: list[dict[str, Any]] = [{} for _ in units]
+        for key, indexes in by_slot.items():
+            for index, report in zip(indexes, replies[key]["reports"]):
+                reports[index] = report
+                for task in report.get("tasks", ()):
+                    self._ran_in[task["task"]] = key
+        return reports
+
+    def _settle(self, prepare: PrepareRecord) -> None:
+        """Tell each long-running work unit which of its held runs the sealed stage took."""
+        assert self._workers is not None
+        winners: dict[SlotKey, dict[str, str]] = {}
+        for task, entry in prepare.tasks.items():
+            key = self._ran_in.get(task)
+            if key is not None and entry.writer is not None:
+                winners.setdefault(key, {})[task] = entry.writer
+        for key, tasks in winners.items():
+            self._workers.notify(key, {"kind": "settle", "winners": tasks})
 
     # ---- status --------------------------------------------------------------------------
 

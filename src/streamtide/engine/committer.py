@@ -169,7 +169,12 @@ class BatchCommitter:
     ) -> PrepareRecord:
         units = execute(offsets.ranges)
         raw = {
-            r["task"]: {"segments": list(r["segments"]), "state": r["state"], "client": client}
+            r["task"]: {
+                "segments": list(r["segments"]),
+                "state": r["state"],
+                "client": client,
+                "writer": r.get("writer"),
+            }
             for client, unit in units
             for r in unit["tasks"]
         }

@@ -110,8 +110,9 @@ def compute_assignment(
 
 def slot_units(
     assignment: Assignment, executors: list[ExecutorInfo], stage: Stage
-) -> list[tuple[ExecutorInfo, list[str], list[str]]]:
-    """Split one stage's tasks of each executor over its slots: (executor, actives, standbys).
+) -> list[tuple[ExecutorInfo, int, list[str], list[str]]]:
+    """Split one stage's tasks of each executor over its slots:
+    (executor, slot, actives, standbys).
 
     Units without any task are left out.
     """
@@ -131,7 +132,7 @@ def slot_units(
             mine = active[slot::slots]
             spare = standby[slot::slots]
             if mine or spare:
-                units.append((executor, mine, spare))
+                units.append((executor, slot, mine, spare))
     return units
 
 

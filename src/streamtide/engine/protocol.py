@@ -56,13 +56,15 @@ class OffsetsRecord:
 
 @dataclass(frozen=True)
 class PreparedTask:
-    """One task's outcome to seal: the attempt's segments, new committed state, and where it
-    ran."""
+    """One task's outcome to seal: the attempt's segments, new committed state, where it
+    ran, and the attempt's writer id (None in records written before it was kept), which a
+    long-running work unit matches against the run it holds."""
 
     task: str
     client: str
     segments: tuple[SegmentRef, ...]
     state: dict[str, Any]
+    writer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -314,6 +316,7 @@ def prepared_task(task: str, raw: Mapping[str, Any]) -> PreparedTask:
         client=str(raw.get("client", "?")),
         segments=tuple(SegmentRef.from_dict(s) for s in raw["segments"]),
         state=dict(raw["state"]),
+        writer=None if raw.get("writer") is None else str(raw["writer"]),
     )
 
 
@@ -339,6 +342,7 @@ def _to_json(record: Record) -> dict[str, Any]:
                     "client": p.client,
                     "segments": [s.as_dict() for s in p.segments],
                     "state": p.state,
+                    **({"writer": p.writer} if p.writer is not None else {}),
                 }
                 for t, p in record.tasks.items()
             },

@@ -66,3 +66,109 @@ def make_work(blob: bytes) -> Any:
         return run(blob, payloads)
 
     return work
+
+
+# ---- continuous execution: one long-running work unit per executor slot -----------------
+
+#: How often a waiting work unit checks that its Python worker's parent is still alive.
+_LIVENESS_CHECK_S = 1.0
+
+
+def serve(blob: bytes, payload: str) -> dict[str, Any]:
+    """Run one long-running work unit: connect to the driver's control channel and answer its
+    messages until told to stop or the connection ends (docs/engine.md, "Continuous
+    execution"). Returns why it ended."""
+    import select
+
+    from streamtide.engine.channel import ChannelClosedError, connect, recv_message, send_message
+    from streamtide.runtime.task_host import TaskHost
+    from streamtide.runtime.work_unit import client_state_dir
+
+    job = json.loads(payload)
+    executor = observed_executor()
+    if job["executor"] != "driver" and executor not in ("driver", job["executor"]):
+        # Spark ran the pinned task elsewhere (its executor was lost or busy): not ours
+        return {"ended": f"ran on executor {executor}, not {job['executor']}"}
+    topology, config, factory, log_ = _load(blob)
+    hello = {
+        "slot": job["slot"],
+        "generation": job["generation"],
+        "executor": executor,
+        "pid": os.getpid(),
+    }
+    sock = connect(job["host"], int(job["port"]), job["secret"], hello)
+    parent = os.getppid()
+    host = TaskHost(
+        topology,
+        config,
+        log_,
+        factory,
+        client_state_dir(config, job["client"]),
+        keep_open=True,
+    )
+    ended = "stopped by the driver"
+    try:
+        while True:
+            readable, _, _ = select.select([sock], [], [], _LIVENESS_CHECK_S)
+            if not readable:
+                if os.getppid() != parent:
+                    ended = "its Spark executor went away"
+                    break
+                if _fenced(job):
+                    ended = "a newer driver of the application took over"
+                    break
+                continue
+            try:
+                message = recv_message(sock)
+            except ChannelClosedError:
+                ended = "the driver closed the control channel"
+                break
+            kind = message.get("kind")
+            if kind == "run":
+                send_message(sock, {"reports": _run_units(host, message["units"], blob)})
+            elif kind == "settle":
+                host.settle(message["winners"])
+            elif kind == "release":
+                send_message(sock, {"released": host.release(message["keep"])})
+            elif kind == "stop":
+                break
+    finally:
+        host.close()
+        sock.close()
+    return {"ended": ended, "slot": job["slot"]}
+
+
+def _fenced(job: dict[str, Any]) -> bool:
+    """Whether a newer driver took the application's epoch: this work unit's driver is a
+    zombie, and the unit ends so that it holds neither stores nor a task slot."""
+    from streamtide.engine.app_dir import AppDirectory
+    from streamtide.engine.protocol import fenced_by
+
+    return fenced_by(int(job["epoch"]), AppDirectory(job["app_dir"]).epochs()) is not None
+
+
+def _run_units(host: Any, units: list[dict[str, Any]], blob: bytes) -> list[dict[str, Any]]:
+    topology, config, factory, log_ = _load(blob)
+    reports = []
+    for unit in units:
+        try:
+            spec = WorkUnitSpec.from_dict(unit)
+            report = run_work_unit(topology, config, log_, spec, factory, host=host)
+        except Exception as exc:  # reported, not raised: the driver decides about retries
+            host.close()  # what the failed run left open is not trusted
+            report = {"failure": failure_report(exc, config.fatal_exceptions)}
+        report["ran_on"] = {"executor": observed_executor(), "pid": os.getpid()}
+        reports.append(report)
+    return reports
+
+
+def make_serve(blob: bytes) -> Any:
+    """The function Spark runs on a long-running work unit's pinned partition."""
+
+    def work(payloads: Iterable[str]) -> Iterator[str]:
+        from streamtide.engine.worker import serve as run
+
+        for payload in payloads:
+            yield json.dumps(run(blob, payload))
+
+    return work

@@ -250,6 +250,11 @@ class StreamTask:
         """Next offset of ``topic`` to process (None: nothing processed yet)."""
         return self._offsets.get(offset_key(topic, self.partition))
 
+    def mark_consumed(self, topic: str, end: int) -> None:
+        """Record that ``topic``'s input before offset ``end`` is processed (the end of a
+        range read, whatever its last records were)."""
+        self._offsets[offset_key(topic, self.partition)] = end
+
     @property
     def buffered(self) -> int:
         return len(self.partition_group) + len(self.batch_input)

@@ -8,23 +8,16 @@ store, and reports results and local changelog offsets (lags) to the driver.
 
 from __future__ import annotations
 
-import logging
 import time
-import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from streamtide.config import StreamsConfig
 from streamtide.log.api import Log
 from streamtide.processor.topology import Topology
-from streamtide.runtime.committed import TaskCommittedState, offset_key
-from streamtide.runtime.segment_collector import SegmentCollector
-from streamtide.runtime.standby import StandbyTask
-from streamtide.runtime.stream_task import StreamTask
-
-log = logging.getLogger(__name__)
+from streamtide.runtime.task_host import TaskHost, new_attempt
 
 
 @dataclass
@@ -94,22 +87,37 @@ def run_work_unit(
     log_: Log,
     spec: WorkUnitSpec,
     stores_factory: TaskStoresFactory | None = None,
+    host: TaskHost | None = None,
 ) -> dict[str, Any]:
-    """Run ``spec`` and return the report the driver commits (plain JSON-able data)."""
+    """Run ``spec`` and return the report the driver commits (plain JSON-able data).
+
+    Without ``host`` every task is opened and closed within the call (micro-batch
+    execution); a long-running work unit passes the ``TaskHost`` that keeps them open."""
     started = time.perf_counter()
-    state_dir = client_state_dir(config, spec.client)
-    attempt = uuid.uuid4().hex[:12]
-    reports = []
-    for active in spec.active:
-        reports.append(
-            _run_active(topology, config, log_, spec, active, state_dir, attempt, stores_factory)
+    own_host = host is None
+    if host is None:
+        host = TaskHost(
+            topology, config, log_, stores_factory, client_state_dir(config, spec.client)
         )
-    standbys = {}
-    if stores_factory is not None:
-        for task_id in spec.standby:
-            standbys[task_id] = _update_standby(
-                topology, config, log_, task_id, state_dir, stores_factory
+    attempt = new_attempt()
+    prefix = writer_prefix(config.application_id, spec.batch, spec.stage)
+    try:
+        reports = [
+            host.run_active(
+                active.task_id,
+                active.ranges,
+                active.state,
+                f"{prefix}{active.task_id}/{attempt}",
+                spec.batch,
             )
+            for active in spec.active
+        ]
+        standbys = {}
+        if stores_factory is not None:
+            standbys = {task_id: host.update_standby(task_id) for task_id in spec.standby}
+    finally:
+        if own_host:
+            host.close()
     return {
         "client": spec.client,
         "batch": spec.batch,
@@ -118,128 +126,3 @@ def run_work_unit(
         "standbys": standbys,
         "duration_ms": round((time.perf_counter() - started) * 1000, 3),
     }
-
-
-def _run_active(
-    topology: Topology,
-    config: StreamsConfig,
-    log_: Log,
-    spec: WorkUnitSpec,
-    active: ActiveSpec,
-    state_dir: Path,
-    attempt: str,
-    stores_factory: TaskStoresFactory | None,
-) -> dict[str, Any]:
-    started = time.perf_counter()
-    collector = SegmentCollector(log_)
-    sub = topology.subtopology(active.subtopology)
-    stores = None
-    if stores_factory is not None and sub.stores:
-        stores = stores_factory(
-            topology=topology,
-            config=config,
-            log=log_,
-            store_names=list(sub.stores),
-            batch=spec.batch,
-        )
-    task = StreamTask(
-        topology,
-        active.subtopology,
-        active.partition,
-        collector,
-        application_id=config.application_id,
-        state_dir=state_dir,
-        default_key_serde=config.default_key_serde,
-        default_value_serde=config.default_value_serde,
-        committed=TaskCommittedState.from_dict(active.state),
-        deserialization_handler=config.deserialization_exception_handler,
-        processing_handler=config.processing_exception_handler,
-        dead_letter_topic=config.errors_dead_letter_topic,
-        invalid_timestamp_handler=config.invalid_timestamp_handler,
-        default_timestamp_extractor=config.default_timestamp_extractor,
-        cache_enabled=config.cache_enabled,
-        stores=stores,
-        batch_processing=config.batch_processing,
-    )
-    phases = _Phases()
-    try:
-        task.initialize()
-        phases.mark("restore")
-        restored = task.metrics.get("records-restored")
-        read = 0
-        for topic, (start, end) in active.ranges.items():
-            if end > start:
-                read += task.add_table(topic, log_.read_table(topic, active.partition, start, end))
-        phases.mark("read")
-        task.process()
-        task.punctuate_wall_clock()
-        phases.mark("process")
-        state = task.commit()
-        phases.mark("commit")
-        offsets = dict(state.offsets)
-        for topic, (_start, end) in active.ranges.items():
-            offsets[offset_key(topic, active.partition)] = end
-        state = replace(state, offsets=offsets)
-        output_counts = collector.counts()
-        prefix = writer_prefix(config.application_id, spec.batch, spec.stage)
-        writer = f"{prefix}{active.task_id}/{attempt}"
-        segments = collector.write_segments(writer)
-        phases.mark("write")
-        local_offsets = stores.local_offsets() if stores is not None else {}
-    finally:
-        task.close()
-        phases.mark("close")
-    return {
-        "task": active.task_id,
-        "state": state.to_dict(),
-        "segments": [s.as_dict() for s in segments],
-        "input_records": read,
-        "output_records": output_counts,
-        "restored_records": restored,
-        "metrics": task.metrics.as_dict(),
-        "local_offsets": local_offsets,
-        "phases_ms": phases.spent,
-        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-    }
-
-
-class _Phases:
-    """Wall time spent in each phase of a task's run, for the report."""
-
-    def __init__(self) -> None:
-        self.spent: dict[str, float] = {}
-        self._last = time.perf_counter()
-
-    def mark(self, phase: str) -> None:
-        now = time.perf_counter()
-        self.spent[phase] = round((now - self._last) * 1000, 3)
-        self._last = now
-
-
-def _update_standby(
-    topology: Topology,
-    config: StreamsConfig,
-    log_: Log,
-    task_id: str,
-    state_dir: Path,
-    stores_factory: TaskStoresFactory,
-) -> dict[str, Any]:
-    subtopology, partition = (int(part) for part in task_id.split("_"))
-    stores = stores_factory(
-        topology=topology,
-        config=config,
-        log=log_,
-        store_names=list(topology.subtopology(subtopology).stores),
-    )
-    standby = StandbyTask(
-        topology,
-        subtopology,
-        partition,
-        log_,
-        application_id=config.application_id,
-        state_dir=state_dir,
-        default_key_serde=config.default_key_serde,
-        default_value_serde=config.default_value_serde,
-        stores=stores,
-    )
-    return standby.update_once()

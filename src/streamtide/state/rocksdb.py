@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -24,6 +25,9 @@ from streamtide.state.stores import register_key_value_store_kind
 
 #: Entries per WriteBatch in ``put_all``: bounds the memory of one batch during restores.
 WRITE_BATCH_SIZE = 50_000
+#: How long opening waits for a database another process still holds (a task handed over
+#: between work units: the old one is closing it) before reporting it as held.
+LOCK_WAIT_S = 10.0
 
 
 def _options() -> Options:
@@ -81,9 +85,18 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
             raise StoreError(f"store {self.name!r} is already open at {self._path}")
         path.mkdir(parents=True, exist_ok=True)
         self.created_fresh = not (path / "CURRENT").exists()
-        try:
-            self._db = Rdict(str(path), _options())
-        except Exception as exc:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                self._db = Rdict(str(path), _options())
+                break
+            except Exception as exc:
+                if not recovery.held(path) or time.monotonic() > deadline:
+                    error = exc
+                    break
+                time.sleep(0.05)  # a process handing the task over is closing it
+        if self._db is None:
+            exc = error
             if recovery.held(path):
                 raise StoreError(
                     f"cannot open RocksDB store {self.name!r} at {path}: {exc} (a database can "

@@ -1,0 +1,316 @@
+"""The driver's side of continuous execution: long-running work units and their channel.
+
+Each executor slot runs one long-running work unit: a Spark job of one pinned task
+(``engine.worker.serve``) that connects back to the driver's control server and runs the
+batches the driver sends it, keeping its tasks open in between (``runtime.task_host``). One
+job per slot, so losing an executor ends only that executor's jobs. The driver launches a
+slot's job when it first needs the slot, relaunches it when it ended (its executor died, Spark
+ran it elsewhere, or it reached ``work_unit_max_age``), and stops them all at ``close``.
+See docs/engine.md, "Continuous execution", for the messages and the failure table.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from streamtide.engine.channel import (
+    ChannelClosedError,
+    HandshakeError,
+    accept_handshake,
+    new_secret,
+    recv_message,
+    send_message,
+)
+from streamtide.engine.interop import ExecutorInfo, run_pinned
+from streamtide.engine.worker import make_serve
+from streamtide.errors import StreamtideError
+
+log = logging.getLogger("streamtide.engine")
+
+
+@dataclass(frozen=True, order=True)
+class SlotKey:
+    """One task slot of one executor."""
+
+    executor: str
+    slot: int
+
+    def __str__(self) -> str:
+        return f"{self.executor}/{self.slot}"
+
+
+class WorkerLostError(StreamtideError):
+    """A long-running work unit ended or could not be reached; its batch is retried."""
+
+
+class _Slot:
+    """A slot's current work unit: its Spark job's thread and, once it connected, its socket."""
+
+    def __init__(self, key: SlotKey, executor: ExecutorInfo, generation: int) -> None:
+        self.key = key
+        self.executor = executor
+        self.generation = generation
+        self.sock: socket.socket | None = None
+        self.pid: int | None = None
+        self.thread: threading.Thread | None = None
+        self.ended: str | None = None  # why its job ended (None: running)
+        self.started = time.monotonic()
+
+    @property
+    def connected(self) -> bool:
+        return self.sock is not None and self.ended is None
+
+
+class ContinuousWorkers:
+    """Launches, reaches and stops the long-running work units of one application."""
+
+    def __init__(
+        self,
+        sc: Any,
+        blob: bytes,
+        application_id: str,
+        app_dir: str,
+        epoch: int,
+        *,
+        connect_timeout: float = 120.0,
+        max_age: float = 3600.0,
+    ) -> None:
+        self._sc = sc
+        self._blob = blob
+        self._application_id = application_id
+        self._app_dir = app_dir
+        self._epoch = epoch
+        self._connect_timeout = connect_timeout
+        self._max_age = max_age
+        self._secret = new_secret()
+        self._host = str(sc.getConf().get("spark.driver.host", "127.0.0.1"))
+        self._server = socket.create_server(("", 0))
+        self._port = self._server.getsockname()[1]
+        self._slots: dict[SlotKey, _Slot] = {}
+        self._generations: dict[SlotKey, int] = {}
+        self._changed = threading.Condition()
+        self._closed = False
+        self.launched = 0  # Spark jobs started (each one long-running work unit)
+        self._acceptor = threading.Thread(
+            target=self._accept_loop, name="streamtide-control", daemon=True
+        )
+        self._acceptor.start()
+
+    # ---- connections ---------------------------------------------------------------------
+
+    def _accept_loop(self) -> None:
+        while not self._closed:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return  # the server was closed
+            threading.Thread(
+                target=self._handshake, args=(conn,), name="streamtide-handshake", daemon=True
+            ).start()
+
+    def _handshake(self, conn: socket.socket) -> None:
+        conn.settimeout(10.0)
+        try:
+            hello = accept_handshake(conn, self._secret)
+            key = SlotKey(*hello["slot"])
+            with self._changed:
+                slot = self._slots.get(key)
+                if (
+                    slot is None
+                    or slot.generation != hello["generation"]
+                    or slot.sock is not None
+                    or slot.ended is not None
+                ):
+                    send_message(conn, {"error": f"slot {key} does not expect this work unit"})
+                    conn.close()
+                    return
+                send_message(conn, {"ok": True})
+                conn.settimeout(None)
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                slot.sock, slot.pid = conn, int(hello.get("pid", 0))
+                self._changed.notify_all()
+        except (HandshakeError, ChannelClosedError, OSError, KeyError, TypeError) as exc:
+            log.warning("refused a control connection: %s", exc)
+            conn.close()
+
+    # ---- launching -----------------------------------------------------------------------
+
+    def ensure(self, key: SlotKey, executor: ExecutorInfo) -> None:
+        """Make sure ``key`` has a connected work unit (launching one if needed)."""
+        with self._changed:
+            slot = self._slots.get(key)
+            if (
+                slot is not None
+                and slot.connected
+                and time.monotonic() - slot.started > (self._max_age)
+            ):
+                log.info("work unit %s reached its maximum age: replacing it", key)
+                self._stop_slot(slot)
+                while _alive(slot):  # its stores close before the next unit opens them
+                    self._changed.wait(0.5)
+                slot = None
+            if slot is None or slot.ended is not None or (slot.sock is None and not _alive(slot)):
+                slot = self._launch(key, executor)
+            deadline = time.monotonic() + self._connect_timeout
+            while not slot.connected:
+                if slot.ended is not None:
+                    raise WorkerLostError(f"work unit {key} ended before connecting: {slot.ended}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise WorkerLostError(
+                        f"work unit {key} did not connect within {self._connect_timeout:.0f} s "
+                        "(continuous execution needs one free task slot per work unit)"
+                    )
+                self._changed.wait(min(left, 0.5))
+
+    def _launch(self, key: SlotKey, executor: ExecutorInfo) -> _Slot:
+        generation = self._generations.get(key, 0) + 1
+        self._generations[key] = generation
+        slot = self._slots[key] = _Slot(key, executor, generation)
+        payload = json.dumps(
+            {
+                "host": self._host,
+                "port": self._port,
+                "secret": self._secret,
+                "slot": [key.executor, key.slot],
+                "generation": generation,
+                "executor": executor.id,
+                "client": executor.id,
+                "app_dir": self._app_dir,
+                "epoch": self._epoch,
+            }
+        )
+        slot.thread = threading.Thread(
+            target=self._run_job,
+            args=(slot, payload),
+            name=f"streamtide-work-unit-{key}",
+            daemon=True,
+        )
+        self.launched += 1
+        slot.thread.start()
+        return slot
+
+    def _run_job(self, slot: _Slot, payload: str) -> None:
+        group = f"streamtide-{self._application_id}-{slot.key}-{slot.generation}"
+        try:
+            self._sc.setJobGroup(group, f"Streamtide work unit {slot.key}", True)
+            outputs = run_pinned(self._sc, [(payload, slot.executor)], make_serve(self._blob))
+            ended = json.loads(outputs[0]).get("ended", "ended") if outputs else "ended"
+        except Exception as exc:  # the executor died or the job was cancelled
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+            ended = f"its Spark job failed: {first}"
+        with self._changed:
+            slot.ended = ended
+            if slot.sock is not None:
+                slot.sock.close()
+            self._changed.notify_all()
+        if not self._closed:
+            log.info("work unit %s ended: %s", slot.key, ended)
+
+    # ---- messages ------------------------------------------------------------------------
+
+    def request(self, messages: Mapping[SlotKey, dict[str, Any]]) -> dict[SlotKey, dict[str, Any]]:
+        """Send each slot its message and wait for every reply (the slots work in parallel).
+        ``WorkerLostError`` names the slots that did not answer; the others' replies are
+        consumed first, so every channel is left in step."""
+        sent: list[SlotKey] = []
+        lost: dict[SlotKey, str] = {}
+        for key, message in messages.items():
+            slot = self._slots.get(key)
+            if slot is None or not slot.connected:
+                lost[key] = "not connected"
+                continue
+            try:
+                send_message(slot.sock, message)  # type: ignore[arg-type]
+                sent.append(key)
+            except OSError as exc:
+                lost[key] = str(exc)
+                self._drop(slot)
+        replies = {}
+        for key in sent:
+            slot = self._slots[key]
+            try:
+                replies[key] = recv_message(slot.sock)  # type: ignore[arg-type]
+            except ChannelClosedError as exc:
+                lost[key] = str(exc)
+                self._drop(slot)
+        if lost:
+            raise WorkerLostError(
+                "lost work unit(s): " + "; ".join(f"{k}: {why}" for k, why in sorted(lost.items()))
+            )
+        return replies
+
+    def notify(self, key: SlotKey, message: dict[str, Any]) -> None:
+        """Send a message that has no reply (a lost slot is noticed at its next request)."""
+        slot = self._slots.get(key)
+        if slot is None or not slot.connected:
+            return
+        try:
+            send_message(slot.sock, message)  # type: ignore[arg-type]
+        except OSError:
+            self._drop(slot)
+
+    def slots(self) -> dict[SlotKey, dict[str, Any]]:
+        """The slots' state, for status displays and tests."""
+        return {
+            key: {
+                "connected": slot.connected,
+                "generation": slot.generation,
+                "pid": slot.pid,
+                "ended": slot.ended,
+                "age_s": round(time.monotonic() - slot.started, 3),
+            }
+            for key, slot in sorted(self._slots.items())
+        }
+
+    def _drop(self, slot: _Slot) -> None:
+        with self._changed:
+            if slot.sock is not None:
+                slot.sock.close()
+            slot.ended = slot.ended or "its control connection broke"
+            self._changed.notify_all()
+
+    # ---- stopping ------------------------------------------------------------------------
+
+    def retire(self, keep: set[SlotKey]) -> None:
+        """Stop the work units of slots not in ``keep`` (their executor left or they have
+        nothing to run)."""
+        for key, slot in list(self._slots.items()):
+            if key not in keep and slot.ended is None:
+                self._stop_slot(slot)
+
+    def _stop_slot(self, slot: _Slot) -> None:
+        if slot.sock is not None and slot.ended is None:
+            try:
+                send_message(slot.sock, {"kind": "stop"})
+            except OSError:
+                pass
+        slot.ended = slot.ended or "stopped"
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Stop every work unit and the control server; cancel jobs that do not end."""
+        self._closed = True
+        for slot in list(self._slots.values()):
+            self._stop_slot(slot)
+        self._server.close()
+        deadline = time.monotonic() + timeout
+        for slot in list(self._slots.values()):
+            if slot.thread is not None:
+                slot.thread.join(max(0.0, deadline - time.monotonic()))
+            if slot.thread is not None and slot.thread.is_alive():
+                group = f"streamtide-{self._application_id}-{slot.key}-{slot.generation}"
+                self._sc.cancelJobGroup(group)
+        for slot in list(self._slots.values()):
+            if slot.sock is not None:
+                slot.sock.close()
+
+
+def _alive(slot: _Slot) -> bool:
+    return slot.thread is not None and slot.thread.is_alive()

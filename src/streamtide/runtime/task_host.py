@@ -1,0 +1,294 @@
+"""``TaskHost``: the tasks one work-unit process runs, kept open between runs or not.
+
+In micro-batch execution a work unit opens its tasks' stores, runs one stage of one batch and
+closes them again (``run_work_unit``). In continuous execution one long-running work unit runs
+many batches: its host keeps each active task (stores, processors, stream time) and each
+standby open from one run to the next, so a batch costs neither a store open nor a replay of
+the previous batch's changelog records.
+
+Stores still hold only committed data (docs/engine.md, "Exactly-once"): a run leaves the
+task's writes *held*; ``settle`` applies them when the driver sealed this attempt, and closes
+the task otherwise (its next open replays what was committed). A run for a task whose last
+attempt is unsettled, or whose committed state is not the one the held task reached, rebuilds
+the task from the committed state first.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from streamtide.config import StreamsConfig
+from streamtide.log.api import Log
+from streamtide.processor.topology import Topology
+from streamtide.runtime.committed import TaskCommittedState
+from streamtide.runtime.restore import RECORDS_RESTORED, STANDBY_LAG
+from streamtide.runtime.segment_collector import SegmentCollector
+from streamtide.runtime.standby import StandbyTask
+from streamtide.runtime.stream_task import StreamTask
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Held:
+    """An open active task and what the host knows of its commit state."""
+
+    task: StreamTask
+    collector: SegmentCollector
+    state: dict[str, Any]  # the committed state the task is at (when nothing is pending)
+    pending: str | None = None  # the writer id of a run not settled yet
+    pending_state: dict[str, Any] | None = None
+
+
+class TaskHost:
+    """Runs work units for one executor slot; ``keep_open`` keeps tasks between runs."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        config: StreamsConfig,
+        log_: Log,
+        stores_factory: Any,
+        state_dir: Path,
+        *,
+        keep_open: bool = False,
+    ) -> None:
+        self.topology = topology
+        self.config = config
+        self.log = log_
+        self.stores_factory = stores_factory
+        self.state_dir = state_dir
+        self.keep_open = keep_open
+        self._active: dict[str, _Held] = {}
+        self._standby: dict[str, StandbyTask] = {}
+
+    @property
+    def held(self) -> set[str]:
+        """Ids of the tasks (active and standby) open here."""
+        return set(self._active) | set(self._standby)
+
+    # ---- active tasks --------------------------------------------------------------------
+
+    def run_active(
+        self,
+        task_id: str,
+        ranges: dict[str, list[int]],
+        state: dict[str, Any],
+        writer: str,
+        batch: int,
+    ) -> dict[str, Any]:
+        """Process ``ranges`` from committed ``state``; write outputs as unsealed segments of
+        ``writer``; return the task's report."""
+        started = time.perf_counter()
+        phases = _Phases()
+        held = self._active.get(task_id)
+        if held is not None and (held.pending is not None or held.state != state):
+            self._close_active(task_id, "its committed state moved on elsewhere")
+            held = None
+        before: dict[str, int] = {}  # a task opened now counts its restore in this run
+        if held is None:
+            held = self._open_active(task_id, state, batch)
+        else:
+            before = held.task.metrics.as_dict()
+        task = held.task
+        phases.mark("restore")
+        try:
+            read = 0
+            partition = task.partition
+            for topic, (start, end) in ranges.items():
+                if end > start:
+                    read += task.add_table(topic, self.log.read_table(topic, partition, start, end))
+            phases.mark("read")
+            task.process()
+            task.punctuate_wall_clock()
+            phases.mark("process")
+            task.commit()
+            phases.mark("commit")
+            for topic, (_start, end) in ranges.items():
+                task.mark_consumed(topic, end)
+            committed = task.committed_state()
+            output_counts = held.collector.counts()
+            segments = held.collector.write_segments(writer)
+            phases.mark("write")
+            local_offsets = task.stores.local_offsets() if task.stores.log is not None else {}
+        except BaseException:
+            self._close_active(task_id, None)
+            raise
+        held.pending = writer
+        held.pending_state = committed.to_dict()
+        metrics = _delta(before, task.metrics.as_dict())
+        if not self.keep_open:
+            self._close_active(task_id, None)
+            phases.mark("close")
+        return {
+            "task": task_id,
+            "writer": writer,
+            "state": committed.to_dict(),
+            "segments": [s.as_dict() for s in segments],
+            "input_records": read,
+            "output_records": output_counts,
+            "restored_records": metrics.get(RECORDS_RESTORED, 0),
+            "metrics": metrics,
+            "local_offsets": local_offsets,
+            "phases_ms": phases.spent,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+        }
+
+    def settle(self, winners: dict[str, str]) -> None:
+        """The driver's decision for held runs: ``{task: winning writer id}``. A run that won
+        reaches the stores; a run that lost (or a task the decision names another writer for)
+        is dropped by closing the task."""
+        for task_id, writer in winners.items():
+            held = self._active.get(task_id)
+            if held is None or held.pending is None:
+                continue
+            if held.pending != writer:
+                self._close_active(task_id, "another attempt of its batch won")
+                continue
+            assert held.pending_state is not None
+            stores = held.task.stores
+            if stores.log is not None:
+                stores.on_committed(TaskCommittedState.from_dict(held.pending_state))
+            held.state, held.pending, held.pending_state = held.pending_state, None, None
+
+    def _open_active(self, task_id: str, state: dict[str, Any], batch: int) -> _Held:
+        subtopology, partition = (int(part) for part in task_id.split("_"))
+        collector = SegmentCollector(self.log)
+        sub = self.topology.subtopology(subtopology)
+        stores = None
+        if self.stores_factory is not None and sub.stores:
+            stores = self.stores_factory(
+                topology=self.topology,
+                config=self.config,
+                log=self.log,
+                store_names=list(sub.stores),
+                batch=batch,
+            )
+        config = self.config
+        task = StreamTask(
+            self.topology,
+            subtopology,
+            partition,
+            collector,
+            application_id=config.application_id,
+            state_dir=self.state_dir,
+            default_key_serde=config.default_key_serde,
+            default_value_serde=config.default_value_serde,
+            committed=TaskCommittedState.from_dict(state),
+            deserialization_handler=config.deserialization_exception_handler,
+            processing_handler=config.processing_exception_handler,
+            dead_letter_topic=config.errors_dead_letter_topic,
+            invalid_timestamp_handler=config.invalid_timestamp_handler,
+            default_timestamp_extractor=config.default_timestamp_extractor,
+            cache_enabled=config.cache_enabled,
+            stores=stores,
+            batch_processing=config.batch_processing,
+        )
+        held = _Held(task, collector, state)
+        self._active[task_id] = held
+        try:
+            task.initialize()
+        except BaseException:
+            self._close_active(task_id, None)
+            raise
+        return held
+
+    def _close_active(self, task_id: str, why: str | None) -> None:
+        held = self._active.pop(task_id, None)
+        if held is None:
+            return
+        if why is not None:
+            log.info("task %s: closing its open copy (%s)", task_id, why)
+        held.task.close()
+
+    # ---- standby tasks -------------------------------------------------------------------
+
+    def update_standby(self, task_id: str) -> dict[str, Any]:
+        """Bring a standby (or warm-up) task's stores to the committed changelog end."""
+        standby = self._standby.get(task_id)
+        if standby is None:
+            subtopology, partition = (int(part) for part in task_id.split("_"))
+            stores = self.stores_factory(
+                topology=self.topology,
+                config=self.config,
+                log=self.log,
+                store_names=list(self.topology.subtopology(subtopology).stores),
+            )
+            standby = StandbyTask(
+                self.topology,
+                subtopology,
+                partition,
+                self.log,
+                application_id=self.config.application_id,
+                state_dir=self.state_dir,
+                default_key_serde=self.config.default_key_serde,
+                default_value_serde=self.config.default_value_serde,
+                stores=stores,
+            )
+            self._standby[task_id] = standby
+        before = standby.metrics.get(RECORDS_RESTORED)
+        try:
+            standby.initialize()
+            applied = standby.catch_up()
+            report = {
+                "local_offsets": standby.local_offsets(),
+                "offset_sum": standby.offset_sum(),
+                "applied": applied,
+                "lag": standby.metrics.get(STANDBY_LAG),
+                "restored_records": standby.metrics.get(RECORDS_RESTORED) - before,
+            }
+        except BaseException:
+            self._close_standby(task_id)
+            raise
+        if not self.keep_open:
+            self._close_standby(task_id)
+        return report
+
+    def _close_standby(self, task_id: str) -> None:
+        standby = self._standby.pop(task_id, None)
+        if standby is not None:
+            standby.close()
+
+    # ---- the set of tasks held -----------------------------------------------------------
+
+    def release(self, keep: Iterable[str]) -> list[str]:
+        """Close every task not in ``keep`` (tasks that moved away); returns their ids."""
+        wanted = set(keep)
+        gone = sorted(self.held - wanted)
+        for task_id in gone:
+            self._close_active(task_id, None)
+            self._close_standby(task_id)
+        return gone
+
+    def close(self) -> None:
+        """Close every task (held writes not settled are dropped)."""
+        self.release(())
+
+
+def _delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Counters gained during one run (a kept task's counters accumulate over runs)."""
+    return {name: value - before.get(name, 0) for name, value in after.items()}
+
+
+class _Phases:
+    """Wall time spent in each phase of a task's run, for the report."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def mark(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.spent[phase] = round((now - self._last) * 1000, 3)
+        self._last = now
+
+
+def new_attempt() -> str:
+    """A token naming one attempt of a work unit (part of its writer ids)."""
+    return uuid.uuid4().hex[:12]
