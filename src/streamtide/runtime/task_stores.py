@@ -27,7 +27,7 @@ from streamtide.errors import StoreError, TopologyError
 from streamtide.log.api import Log, LogRecord
 from streamtide.processor.api import StateStore, StateStoreContext
 from streamtide.runtime.collector import send_records
-from streamtide.runtime.committed import TaskCommittedState
+from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.restore import (
     STANDBY_LAG,
     ChangelogRestorer,
@@ -96,6 +96,7 @@ class TaskStores:
         self._commits = 0
         self._unsaved = False  # applied records the checkpoint does not name yet
         self._restorer: ChangelogRestorer | None = None
+        self.input_offsets: dict[str, int] = {}
 
     @classmethod
     def for_task(
@@ -111,10 +112,14 @@ class TaskStores:
         context: StateStoreContext,
         collector: RecordCollector | None = None,
         partition: int | None = None,
+        input_offsets: dict[str, int] | None = None,
     ) -> None:
         """Open every store for an active task and bring the logged ones to the committed
-        changelog end; ``collector`` receives changelog records (none: not sent)."""
+        changelog end; ``collector`` receives changelog records (none: not sent);
+        ``input_offsets`` (``"topic:partition"`` -> next offset) are the task's committed
+        input offsets, the committed end of source-table stores."""
         self.collector = collector
+        self.input_offsets = dict(input_offsets or {})
         restorer = self._open(context, self.store_names, partition)
         if restorer is None:
             return
@@ -139,7 +144,14 @@ class TaskStores:
         """Open the logged stores for a standby or warm-up task and check their local copies
         against the checkpoint; nothing is applied yet (the offset limits are the positions)."""
         self.standby = True
-        logged = [n for n in self.store_names if self.topology.store_builder(n).logging_enabled]
+        # A source table's store is left out: only the active task knows how far it is
+        # committed (its input offset); it restores from the source topic when it moves.
+        logged = [
+            n
+            for n in self.store_names
+            if self.topology.store_builder(n).logging_enabled
+            and self.topology.source_changelog_topic(n) is None
+        ]
         if self._open(context, logged, partition) is None:
             raise StoreError(f"standby {context.task_id} needs a log to read changelogs from")
         for cl in self.changelogs.values():
@@ -156,8 +168,14 @@ class TaskStores:
             store.init(context)
             self.stores[name] = store
         for name, store in self.logged.items():
+            if name not in names:
+                continue
             topic = self.changelog_topic(name)
-            self.changelogs[name] = StoreChangelog(name, store, topic, self.partition)
+            cl = StoreChangelog(name, store, topic, self.partition)
+            if self.topology.source_changelog_topic(name) is not None:
+                cl.source = True
+                cl.committed_end = self.input_offsets.get(offset_key(topic, self.partition), 0)
+            self.changelogs[name] = cl
         self.is_open = True
         if self.log is None:
             return None
@@ -179,7 +197,7 @@ class TaskStores:
             if self.batch < 0:
                 self.batch = checkpoint.batch
         for cl in self.changelogs.values():
-            if not self.standby:
+            if not self.standby and not cl.source:
                 ensure_changelog_topic(self.log, self.topology, cl, context)
             restorer.initialize(cl, checkpoint, problem)
         return restorer
@@ -211,6 +229,8 @@ class TaskStores:
         timestamp = max(context.current_stream_time_ms(), 0) if context else 0
         for cl in self.changelogs.values():
             records = cl.store.take_changelog()
+            if cl.source:  # the input records are the changelog: nothing to send
+                continue
             if records and self.collector is not None:
                 send_records(self.collector, cl.topic, self.partition, records, timestamp)
             cl.unconfirmed += len(records)
@@ -233,6 +253,12 @@ class TaskStores:
         """
         ends = changelog_ends or {}
         for cl in self.changelogs.values():
+            if cl.source:
+                cl.store.apply_sent()
+                key = offset_key(cl.topic, cl.partition)
+                if committed is not None and key in committed.offsets:
+                    cl.position = cl.committed_end = committed.offsets[key]
+                continue
             expected = cl.position + cl.unconfirmed
             if cl.name in ends:
                 end = ends[cl.name]
