@@ -40,5 +40,5 @@ def config(key_serde: Any = STRING, value_serde: Any = STRING) -> StreamsConfig:
     )
 
 
-def C(new: Any, old: Any = None) -> Change:  # noqa: N802 - reads like Kafka's Change
+def C(new: Any, old: Any = None) -> Change:
     return Change(new, old)
