@@ -108,6 +108,11 @@ class TableSourceProcessor(Processor):
         self.context.forward(record.with_value(Change(record.value, old)))
 
 
+def _differ(a: Any, b: Any) -> bool:
+    """Whether two serdes may write different bytes (same class and settings: the same)."""
+    return a is not b and (type(a) is not type(b) or vars(a) != vars(b))
+
+
 def table(
     builder: StreamsBuilder,
     topic: str,
@@ -123,7 +128,7 @@ def table(
         ("key", consumed.key_serde, materialized.key_serde),
         ("value", consumed.value_serde, materialized.value_serde),
     ):
-        if read is not None and kept is not None and read is not kept:
+        if read is not None and kept is not None and _differ(read, kept):
             raise TopologyError(
                 f"table({topic!r}): Consumed and Materialized give different {what} serdes "
                 f"({read!r}, {kept!r}); the store is restored from the topic's bytes, so "
