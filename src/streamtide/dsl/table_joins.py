@@ -80,7 +80,7 @@ def stream_table_join(
     stream: KStream,
     table: KTable,
     joiner: Callable[[Any, Any], Any],
-    joined: Joined | None,
+    joined: Joined | None = None,
     *,
     left: bool,
 ) -> KStream:
