@@ -183,6 +183,12 @@ def table_table_join(
             builder, materialized, "KTABLE-MERGE-STATE-STORE-", left.key_serde, None
         )
     origin = JoinOrigin(left, right, joiner, kind, None if store is None else store.name)
+    # An outer side needs its old values: a tombstone of a key the other side lacks is
+    # forwarded only if the key had a value (Kafka forces them on too).
+    if kind in ("left", "outer"):
+        left.origin.enable_sending_old_values(True)
+    if kind == "outer":
+        right.origin.enable_sending_old_values(True)
     left_view, right_view = left.origin.view(), right.origin.view()
     left_missing, right_missing = _MISSING_ALLOWED[kind]
 
