@@ -308,7 +308,31 @@ class Topology:
                 if isinstance(n, ProcessorNodeDef):
                     stores.extend(s for s in n.stores if s not in stores)
             groups.append(SubTopology(index, nodes, sources, sinks, stores))
-        return groups
+        return self._writers_first(groups)
+
+    def _writers_first(self, groups: list[SubTopology]) -> list[SubTopology]:
+        """The groups renumbered so that a sub-topology comes after those writing the internal
+        topics it reads (the engine runs them in this order); otherwise in creation order."""
+        writers = {t: g.id for g in groups for t in g.sink_topics if t in self.internal_topics}
+        placed: list[SubTopology] = []
+        done: set[int] = set()
+        pending = list(groups)
+        while pending:
+            for group in pending:
+                needs = {writers[t] for t in group.source_topics if t in writers} - {group.id}
+                if needs <= done:
+                    break
+            else:
+                raise TopologyError(
+                    "the sub-topologies read each other's internal topics in a cycle: "
+                    f"{[g.source_topics for g in pending]}"
+                )
+            pending.remove(group)
+            done.add(group.id)
+            placed.append(group)
+        for index, group in enumerate(placed):
+            group.id = index
+        return placed
 
     def describe(self) -> TopologyDescription:
         """A printable description of sub-topologies, nodes, topics, stores and edges."""
