@@ -143,7 +143,7 @@ def test_the_old_value_is_removed_before_the_new_one_is_added() -> None:
 
 
 def test_an_update_in_the_same_group_sends_no_transient_state() -> None:
-    """testShouldNotSendTransientStateIfNotUpgrading (SEMANTICS.md section 9)."""
+    """testShouldNotSendTransientStateIfNotUpgrading."""
     builder = StreamsBuilder()
     counted = (
         builder.table("topic1", Consumed.with_(STRING, STRING))
