@@ -31,12 +31,12 @@ def run(builder: StreamsBuilder, node: str, records: list[tuple]) -> list[tuple]
     return [(k, change.new, ts) for k, change, ts in captured.take()]
 
 
-def test_aggregate_subtracts_the_old_value_and_adds_the_new_one() -> None:
-    """testAggBasic: an update that stays in its group is one update."""
+def to_string_aggregate(selector):
+    """``topic1`` re-grouped by ``selector`` and aggregated as Kafka's tests do (strings)."""
     builder = StreamsBuilder()
     aggregated = (
         builder.table("topic1", Consumed.with_(STRING, STRING))
-        .group_by(lambda k, v: (k, v), GROUPED)
+        .group_by(selector, GROUPED)
         .aggregate(
             lambda: "0",
             to_string_adder,
@@ -44,6 +44,12 @@ def test_aggregate_subtracts_the_old_value_and_adds_the_new_one() -> None:
             Materialized.as_("topic1-Canonized").with_value_serde(STRING),
         )
     )
+    return builder, aggregated
+
+
+def test_aggregate_subtracts_the_old_value_and_adds_the_new_one() -> None:
+    """testAggBasic: an update that stays in its group is one update."""
+    builder, aggregated = to_string_aggregate(lambda k, v: (k, v))
     records = [
         ("A", "1", 10), ("B", "2", 15), ("A", "3", 20), ("B", "4", 18),
         ("C", "5", 5), ("D", "6", 25), ("B", "7", 15), ("C", "8", 10),
@@ -70,17 +76,7 @@ def select_value_unless_special(key, value):
 
 def test_aggregate_moves_values_between_groups() -> None:
     """testAggRepartition: a None selection or a None group key drops the update."""
-    builder = StreamsBuilder()
-    aggregated = (
-        builder.table("topic1", Consumed.with_(STRING, STRING))
-        .group_by(select_value_unless_special, GROUPED)
-        .aggregate(
-            lambda: "0",
-            to_string_adder,
-            to_string_remover,
-            Materialized.as_("topic1-Canonized").with_value_serde(STRING),
-        )
-    )
+    builder, aggregated = to_string_aggregate(select_value_unless_special)
     records = [
         ("A", "1", 10), ("A", None, 15), ("A", "1", 12), ("B", "2", 20),
         ("null", "3", 25), ("B", "4", 23), ("NULL", "5", 24), ("B", "7", 22),

@@ -16,24 +16,12 @@ def test_a_table_forwards_every_update_and_tombstones() -> None:
     )
     with TopologyTestDriver(builder.build(), config()) as driver:
         inp = driver.create_input_topic("topic1", STRING, INT)
-        for key, value, ts in [
-            ("A", 1, 10),
-            ("B", 2, 11),
-            ("C", 3, 12),
-            ("D", 4, 13),
-            ("A", None, 14),
-            ("B", None, 15),
-        ]:
+        records = [("A", 1, 10), ("B", 2, 11), ("C", 3, 12), ("D", 4, 13)]
+        records += [("A", None, 14), ("B", None, 15)]
+        for key, value, ts in records:
             inp.pipe_input(key, value, timestamp=ts)
         out = driver.create_output_topic("out", STRING, INT)
-        assert [(r.key, r.value, r.timestamp) for r in out.read_records()] == [
-            ("A", 1, 10),
-            ("B", 2, 11),
-            ("C", 3, 12),
-            ("D", 4, 13),
-            ("A", None, 14),
-            ("B", None, 15),
-        ]
+        assert [(r.key, r.value, r.timestamp) for r in out.read_records()] == records
 
 
 def test_a_record_with_a_none_key_is_dropped_and_counted() -> None:

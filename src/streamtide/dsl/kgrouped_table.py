@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 from streamtide.dsl.change import Change, ChangeSerde, as_change
 from streamtide.dsl.params import Grouped, Materialized, Named, ensure_callable, named_of
 from streamtide.dsl.processors import NO_INITIALIZER
-from streamtide.dsl.table_view import MaterializedOrigin, table_store
+from streamtide.dsl.table_view import MaterializedOrigin, TableProcessor, table_store
 from streamtide.errors import StreamsProcessingError, TopologyError
-from streamtide.processor.api import Processor, ProcessorContext
+from streamtide.processor.api import Processor
 from streamtide.record import Record
 from streamtide.serde import Serde, Serdes
 
@@ -64,7 +64,7 @@ class RegroupProcessor(Processor):
             self.context.forward(Record(new[0], Change(new[1], None), record.timestamp))
 
 
-class TableAggregateProcessor(Processor):
+class TableAggregateProcessor(TableProcessor):
     """Subtracts each change's old value from its group's aggregate and adds the new one.
 
     ``initializer`` is ``NO_INITIALIZER`` for ``reduce`` (the first value is the aggregate).
@@ -77,15 +77,10 @@ class TableAggregateProcessor(Processor):
         adder: Callable[[Any, Any, Any], Any],
         subtractor: Callable[[Any, Any, Any], Any],
     ) -> None:
-        self.store_name = origin.store_name
-        self.send_old_values = origin.send_old_values
+        super().__init__(origin)
         self.initializer = initializer
         self.adder = adder
         self.subtractor = subtractor
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self.store = context.get_state_store(self.store_name)
 
     def process(self, record: Record) -> None:
         key = record.key

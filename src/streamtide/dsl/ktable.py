@@ -12,8 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.change import Change, ToStreamProcessor, as_change
 from streamtide.dsl.params import Grouped, Materialized, Named, ensure_callable, named_of
-from streamtide.dsl.table_view import DerivedOrigin, StoreOrigin, TableOrigin, table_store
-from streamtide.processor.api import Processor, ProcessorContext
+from streamtide.dsl.table_view import (
+    DerivedOrigin,
+    StoreOrigin,
+    TableOrigin,
+    TableProcessor,
+    table_store,
+)
 from streamtide.record import Record
 from streamtide.serde import Serde
 from streamtide.state.timestamped import ValueAndTimestamp
@@ -24,7 +29,7 @@ if TYPE_CHECKING:
     from streamtide.dsl.kstream import KStream
 
 
-class DerivedTableProcessor(Processor):
+class DerivedTableProcessor(TableProcessor):
     """A filter or ``map_values`` of a table (Kafka's KTableFilter / KTableMapValues).
 
     ``compute(key, value)`` gives the derived value of a parent value (None: absent). The
@@ -40,14 +45,9 @@ class DerivedTableProcessor(Processor):
         compute: Callable[[Any, Any], Any],
         skip_double_tombstones: bool,
     ) -> None:
-        self.store_name = origin.store_name
-        self.send_old_values = origin.send_old_values
+        super().__init__(origin)
         self.compute = compute
         self.skip_double_tombstones = skip_double_tombstones
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self.store = None if self.store_name is None else context.get_state_store(self.store_name)
 
     def _apply(self, key: Any, value: Any) -> Any:
         return None if value is None else self.compute(key, value)

@@ -17,10 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.change import Change
 from streamtide.dsl.params import Consumed, Materialized
-from streamtide.dsl.table_view import TableOrigin, table_store
+from streamtide.dsl.table_view import TableOrigin, TableProcessor, table_store
 from streamtide.errors import TopologyError
 from streamtide.processor import drops
-from streamtide.processor.api import Processor, ProcessorContext
 from streamtide.record import Record
 
 if TYPE_CHECKING:
@@ -72,16 +71,8 @@ class SourceOrigin(TableOrigin):
         return super().view()
 
 
-class TableSourceProcessor(Processor):
+class TableSourceProcessor(TableProcessor):
     """Puts each record into the table's store (when materialized) and forwards the change."""
-
-    def __init__(self, origin: SourceOrigin) -> None:
-        self.store_name = origin.store_name
-        self.send_old_values = origin.send_old_values
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self.store = None if self.store_name is None else context.get_state_store(self.store_name)
 
     def process(self, record: Record) -> None:
         if record.key is None:

@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 from streamtide.dsl.change import Change, as_change
 from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
 from streamtide.dsl.table_joins import upstream_source_topics
-from streamtide.dsl.table_view import Getter, TableOrigin, TableView, store_view, table_store
+from streamtide.dsl.table_view import (
+    Getter,
+    TableOrigin,
+    TableProcessor,
+    TableView,
+    store_view,
+    table_store,
+)
 from streamtide.errors import TopologyError
 from streamtide.processor.api import Processor, ProcessorContext
 from streamtide.record import Record
@@ -134,16 +141,8 @@ class TableJoinSideProcessor(Processor):
         self.context.forward(Record(record.key, Change(new, old), timestamp, record.headers))
 
 
-class TableJoinMergeProcessor(Processor):
+class TableJoinMergeProcessor(TableProcessor):
     """Merges both sides' results into the joined table (stored when materialized)."""
-
-    def __init__(self, origin: JoinOrigin) -> None:
-        self.store_name = origin.store_name
-        self.send_old_values = origin.send_old_values
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self.store = None if self.store_name is None else context.get_state_store(self.store_name)
 
     def process(self, record: Record) -> None:
         change = as_change(record.value)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.params import Materialized
 from streamtide.errors import TopologyError
-from streamtide.processor.api import ProcessorContext
+from streamtide.processor.api import Processor, ProcessorContext
 from streamtide.serde import Serde
 from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 from streamtide.state.timestamped import ValueAndTimestamp
@@ -145,3 +145,16 @@ class DerivedOrigin(TableOrigin):
         if self.store_name is not None:
             return store_view(self.store_name)
         return mapped_view(self.parent.origin.view(), self.compute)
+
+
+class TableProcessor(Processor):
+    """Base of the processors of table nodes: takes its origin's store and old-value setting
+    when the task builds it, and opens the store (if any) in ``init``."""
+
+    def __init__(self, origin: TableOrigin) -> None:
+        self.store_name = origin.store_name
+        self.send_old_values = origin.send_old_values
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.store = None if self.store_name is None else context.get_state_store(self.store_name)
