@@ -12,6 +12,8 @@ import pytest
 from streamtide import Consumed, Materialized, Produced, StreamsBuilder, Topology, TopologyError
 from streamtide.engine.plan import make_plan
 from streamtide.log import LogRecord, open_log
+from streamtide.runtime.state_factory import make_task_stores
+from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
 from tests.engine.local_driver import LocalDriver
 from tests.engine.scenarios import STRING, engine_config
 
@@ -119,3 +121,30 @@ def test_a_repartitioned_stream_gets_the_tables_partition_count(tmp_path) -> Non
     assert [s.partitions for s in stages] == [2, 4]
     (topic,) = [t for t in log.list_topics() if t.endswith("-repartition")]
     assert log.partitions(topic) == 4
+
+
+def test_a_standby_replicates_the_table_up_to_the_committed_input_offset(setup) -> None:
+    """A standby is given the active task's committed input offsets: it replays the source
+    topic up to them (never past), so the task can move to it without restoring."""
+    log, config, _tmp = setup
+    append(log, "users", [(f"u{i}", f"name{i}", i) for i in range(30)] + [(None, "x", 30)])
+    driver = LocalDriver(enrich_topology(), config)
+    driver.run_until_caught_up()
+    append(log, "users", [("u1", "uncommitted", 40)])  # not processed yet
+    committed = driver.states["0_0"]["offsets"]
+    assert committed["users:0"] == 31
+
+    def standby_run(offsets):
+        spec = WorkUnitSpec(driver.batch, 0, "other", [], ["0_0"], {"0_0": offsets})
+        report = run_work_unit(driver.topology, config, log, spec, make_task_stores)
+        return report["standbys"]["0_0"]
+
+    first = standby_run(committed)
+    assert first["local_offsets"] == {"users": 31}
+    assert first["restored_records"] == 30  # the record without key is not a table row
+    assert standby_run(committed)["restored_records"] == 0  # already there
+    active = ActiveSpec("0_0", {"users": [31, 31], "clicks": [0, 0]}, driver.states["0_0"])
+    spec = WorkUnitSpec(driver.batch, 0, "other", [active])
+    (task,) = run_work_unit(driver.topology, config, log, spec, make_task_stores)["tasks"]
+    assert task["restored_records"] == 0  # the move restores nothing
+    assert task["local_offsets"] == {"users": 31}

@@ -304,7 +304,8 @@ def test_batch_path_equals_record_path(name: str, data: Any) -> None:
     for what in record_path:
         assert batch_path[what] == record_path[what], what
     outputs = ("sessions", "unique", "windows", "sums")
-    assert any(record_path.get(topic) for topic in outputs) or not records
+    keyed = [r for r in records if r.key is not None]  # some topologies drop None keys
+    assert any(record_path.get(topic) for topic in outputs) or not keyed
 
 
 def test_batch_path_keeps_emitted_aggregates_intact() -> None:

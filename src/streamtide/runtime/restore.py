@@ -334,7 +334,13 @@ class ChangelogRestorer:
         batch = list(records)
         if not batch:
             return 0
-        count = apply_changelog(cl.local, ((r.key, r.value, r.headers) for r in batch))
+        if cl.source:
+            entries = source_table_records(
+                [r.key for r in batch], [r.value for r in batch], [r.timestamp for r in batch]
+            )
+            count = apply_changelog(cl.local, entries)
+        else:
+            count = apply_changelog(cl.local, ((r.key, r.value, r.headers) for r in batch))
         cl.position = int(batch[-1].offset) + 1  # type: ignore[arg-type]
         self.metrics.increment(RECORDS_RESTORED, count)
         self.metrics.increment(f"{RECORDS_RESTORED}.{cl.name}", count)

@@ -140,17 +140,23 @@ class TaskStores:
         if restored:
             self._maybe_snapshot()
 
-    def open_standby(self, context: StateStoreContext, partition: int) -> None:
+    def open_standby(
+        self,
+        context: StateStoreContext,
+        partition: int,
+        input_offsets: dict[str, int] | None = None,
+    ) -> None:
         """Open the logged stores for a standby or warm-up task and check their local copies
-        against the checkpoint; nothing is applied yet (the offset limits are the positions)."""
+        against the checkpoint; nothing is applied yet (the offset limits are the positions).
+        ``input_offsets`` are the active task's committed input offsets: the committed end of
+        source-table stores, which are left out without them."""
         self.standby = True
-        # A source table's store is left out: only the active task knows how far it is
-        # committed (its input offset); it restores from the source topic when it moves.
+        self.input_offsets = dict(input_offsets or {})
         logged = [
             n
             for n in self.store_names
             if self.topology.store_builder(n).logging_enabled
-            and self.topology.source_changelog_topic(n) is None
+            and (input_offsets is not None or self.topology.source_changelog_topic(n) is None)
         ]
         if self._open(context, logged, partition) is None:
             raise StoreError(f"standby {context.task_id} needs a log to read changelogs from")

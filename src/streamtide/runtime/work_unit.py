@@ -53,6 +53,8 @@ class WorkUnitSpec:
     client: str
     active: list[ActiveSpec]
     standby: list[str] = field(default_factory=list)
+    #: committed input offsets of the standby tasks (``"topic:partition"`` -> offset)
+    standby_offsets: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +63,7 @@ class WorkUnitSpec:
             "client": self.client,
             "active": [a.__dict__ for a in self.active],
             "standby": list(self.standby),
+            "standby_offsets": dict(self.standby_offsets),
         }
 
     @classmethod
@@ -71,6 +74,7 @@ class WorkUnitSpec:
             str(data["client"]),
             [ActiveSpec(**a) for a in data["active"]],
             list(data.get("standby", [])),
+            dict(data.get("standby_offsets", {})),
         )
 
 
@@ -107,8 +111,9 @@ def run_work_unit(
     standbys = {}
     if stores_factory is not None:
         for task_id in spec.standby:
+            offsets = spec.standby_offsets.get(task_id)
             standbys[task_id] = _update_standby(
-                topology, config, log_, task_id, state_dir, stores_factory
+                topology, config, log_, task_id, state_dir, stores_factory, offsets
             )
     return {
         "client": spec.client,
@@ -223,6 +228,7 @@ def _update_standby(
     task_id: str,
     state_dir: Path,
     stores_factory: TaskStoresFactory,
+    input_offsets: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     subtopology, partition = (int(part) for part in task_id.split("_"))
     stores = stores_factory(
@@ -241,5 +247,6 @@ def _update_standby(
         default_key_serde=config.default_key_serde,
         default_value_serde=config.default_value_serde,
         stores=stores,
+        input_offsets=input_offsets,
     )
     return standby.update_once()
