@@ -238,3 +238,33 @@ def test_regrouping_a_stream_aggregation_is_refused_at_build_time() -> None:
     counts = builder.stream("in", Consumed.with_(STRING, STRING)).group_by_key().count()
     with pytest.raises(TopologyError, match="carry old values"):
         counts.group_by(lambda k, n: (n, k))
+
+
+def test_regrouping_a_joined_table_moves_rows_between_groups() -> None:
+    """A join's updates carry old values once a re-grouping needs them: a row that changes
+    group leaves the old one."""
+    builder = StreamsBuilder()
+    users = builder.table("users", Consumed.with_(STRING, STRING))
+    cities = builder.table("cities", Consumed.with_(STRING, STRING))
+    counted = (
+        users.join(cities, lambda name, city: city)
+        .group_by(lambda user, city: (city, user), GROUPED)
+        .count()
+    )
+    captured = capture(builder, counted.node)
+    with TopologyTestDriver(builder.build(), config()) as driver:
+        u = driver.create_input_topic("users", STRING, STRING)
+        c = driver.create_input_topic("cities", STRING, STRING)
+        u.pipe_input("ann", "Ann", timestamp=1)
+        c.pipe_input("ann", "Oslo", timestamp=2)
+        u.pipe_input("bob", "Bob", timestamp=3)
+        c.pipe_input("bob", "Oslo", timestamp=4)
+        c.pipe_input("ann", "Rome", timestamp=5)
+        u.pipe_input("bob", None, timestamp=6)
+    assert [(k, change.new, ts) for k, change, ts in captured.take()] == [
+        ("Oslo", 1, 2),
+        ("Oslo", 2, 4),
+        ("Oslo", 1, 5),
+        ("Rome", 1, 5),
+        ("Oslo", 0, 6),
+    ]
