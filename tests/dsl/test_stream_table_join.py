@@ -259,3 +259,13 @@ def test_a_table_of_another_builder_is_refused() -> None:
     stream = StreamsBuilder().stream("s")
     with pytest.raises(TopologyError, match="same StreamsBuilder"):
         stream.join(StreamsBuilder().table("t"), lambda a, b: a)
+
+
+def test_a_windowed_table_cannot_be_joined() -> None:
+    from streamtide import TimeWindows
+
+    builder = StreamsBuilder()
+    stream = builder.stream("s", Consumed.with_(STRING, STRING))
+    windowed = stream.group_by_key().windowed_by(TimeWindows.of_size(1000)).count()
+    with pytest.raises(TopologyError, match="windowed aggregation"):
+        builder.stream("t", Consumed.with_(STRING, STRING)).join(windowed, lambda a, b: a)

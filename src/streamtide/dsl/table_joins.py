@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.params import Joined, ensure_callable
-from streamtide.dsl.table_view import TableView
+from streamtide.dsl.table_view import TableView, check_lookups
 from streamtide.errors import TopologyError
 from streamtide.processor import drops
 from streamtide.processor.api import Processor, ProcessorContext
@@ -102,6 +102,7 @@ def stream_table_join(
         joined.value_serde or stream.value_serde,
     )
     view = table.origin.view()
+    check_lookups(builder, view, "a stream-table join")
     topology = builder.topology
     topology.add_processor(name, lambda: StreamTableJoinProcessor(view, joiner, left), stream.node)
     topology.connect_processor_and_state_stores(name, *view.store_names)

@@ -25,6 +25,7 @@ from streamtide.dsl.table_view import (
     TableOrigin,
     TableProcessor,
     TableView,
+    check_lookups,
     store_view,
     table_store,
 )
@@ -189,6 +190,8 @@ def table_table_join(
     if kind == "outer":
         right.origin.enable_sending_old_values(True)
     left_view, right_view = left.origin.view(), right.origin.view()
+    for view in (left_view, right_view):
+        check_lookups(builder, view, "a table-table join")
     left_missing, right_missing = _MISSING_ALLOWED[kind]
 
     def flipped(right_value: Any, left_value: Any) -> Any:

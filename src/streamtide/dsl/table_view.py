@@ -54,6 +54,18 @@ def store_view(store_name: str) -> TableView:
     return TableView((store_name,), make)
 
 
+def check_lookups(builder: StreamsBuilder, view: TableView, what: str) -> None:
+    """Refuse a lookup in a store that is not a table's timestamped key-value store (a
+    windowed aggregation's window or session store cannot be looked up by key)."""
+    for name in view.store_names:
+        store = builder.topology.store_builder(name)
+        if not (isinstance(store, KeyValueStoreBuilder) and store.timestamped):
+            raise TopologyError(
+                f"{what} needs a key-value table; store {name!r} belongs to a windowed "
+                f"aggregation, which cannot be looked up by key"
+            )
+
+
 def mapped_view(
     parent: TableView, compute: Callable[[Any, ValueAndTimestamp | None], Any]
 ) -> TableView:
