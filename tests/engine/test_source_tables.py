@@ -15,7 +15,7 @@ from streamtide.log import LogRecord, open_log
 from streamtide.runtime.state_factory import make_task_stores
 from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
 from tests.engine.local_driver import LocalDriver
-from tests.engine.scenarios import STRING, engine_config
+from tests.engine.scenarios import INT, STRING, engine_config
 
 
 def enrich_topology() -> Topology:
@@ -148,3 +148,34 @@ def test_a_standby_replicates_the_table_up_to_the_committed_input_offset(setup) 
     (task,) = run_work_unit(driver.topology, config, log, spec, make_task_stores)["tasks"]
     assert task["restored_records"] == 0  # the move restores nothing
     assert task["local_offsets"] == {"users": 31}
+
+
+def test_a_regrouped_table_is_counted_through_its_repartition_topic(setup) -> None:
+    """``group_by`` sends (new, old) through a real repartition topic between two stages."""
+    log, config, _tmp = setup
+    builder = StreamsBuilder()
+    (
+        builder.table("users", Consumed.with_(STRING, STRING))
+        .group_by(lambda user, city: (city, user))
+        .count(Materialized.as_("per-city"))
+        .to_stream()
+        .to("out", Produced.with_(STRING, INT))
+    )
+    append(log, "users", [("ann", "Oslo", 1), ("bob", "Oslo", 2), ("cid", "Rome", 3)])
+    driver = LocalDriver(builder.build(), config)
+    driver.run_until_caught_up()
+    append(log, "users", [("ann", "Rome", 4), ("bob", None, 5), ("cid", "Rome", 6)])
+    driver.run_until_caught_up()
+    counts = [
+        (STRING.deserialize(r.key), INT.deserialize(r.value), r.timestamp)
+        for r in log.read("out", 0)
+    ]
+    assert counts == [
+        ("Oslo", 1, 1),
+        ("Oslo", 2, 2),
+        ("Rome", 1, 3),
+        ("Oslo", 1, 4),
+        ("Rome", 2, 4),
+        ("Oslo", 0, 5),
+        ("Rome", 2, 6),
+    ]
