@@ -99,6 +99,16 @@ class Serde(Generic[T]):
         return f"Serdes.{self.name}()"
 
 
+def resolve_serde(serde: Serde | None, default: Serde) -> Serde:
+    """``serde``, or ``default`` when it is None; a serde that wraps an inner serde left
+    unset (``inner_serde_unset``) gets ``default`` as its inner serde."""
+    if serde is None:
+        return default
+    if getattr(serde, "inner_serde_unset", False):
+        return serde.with_inner(default)  # type: ignore[attr-defined]
+    return serde
+
+
 def _short(value: Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -5,11 +5,13 @@ from streamtide.dsl.branched import BranchedKStream
 from streamtide.dsl.builder import StreamsBuilder
 from streamtide.dsl.deduplicate import Deduplicated
 from streamtide.dsl.kgrouped import KGroupedStream
+from streamtide.dsl.kgrouped_table import KGroupedTable
 from streamtide.dsl.kstream import KStream
 from streamtide.dsl.ktable import KTable
 from streamtide.dsl.params import (
     Consumed,
     Grouped,
+    Joined,
     Materialized,
     Named,
     Produced,
@@ -24,7 +26,9 @@ __all__ = [
     "Consumed",
     "Deduplicated",
     "Grouped",
+    "Joined",
     "KGroupedStream",
+    "KGroupedTable",
     "KStream",
     "KTable",
     "Materialized",

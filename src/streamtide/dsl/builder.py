@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from streamtide.dsl.params import Consumed
+from streamtide.dsl.params import Consumed, Materialized
 from streamtide.errors import TopologyError
 from streamtide.processor.api import StoreBuilder
 from streamtide.processor.topology import Topology
 
 if TYPE_CHECKING:
     from streamtide.dsl.kstream import KStream
+    from streamtide.dsl.ktable import KTable
 
 
 class StreamsBuilder:
@@ -43,6 +44,18 @@ class StreamsBuilder:
             timestamp_extractor=consumed.timestamp_extractor,
         )
         return KStream(self, name, consumed.key_serde, consumed.value_serde)
+
+    def table(
+        self,
+        topic: str,
+        consumed: Consumed | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable:
+        """A table of the latest value per key of ``topic`` (None values delete keys); the
+        topic is also the changelog of its store (``dsl/table_source.py``)."""
+        from streamtide.dsl.table_source import table
+
+        return table(self, topic, consumed, materialized)
 
     def add_state_store(self, builder: StoreBuilder) -> StreamsBuilder:
         """Register a store that processors added with ``KStream.process`` can use."""

@@ -296,6 +296,27 @@ class KStream:
             True,
         )
 
+    # ---- joins (dispatched on the type of what is joined) ------------------------------------
+
+    def join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
+        """Join with a ``KTable``: ``join(table, joiner, joined=None)``, where
+        ``joiner(value, table_value)`` (``dsl/table_joins.py``)."""
+        return self._join(other, args, kwargs, left=False)
+
+    def left_join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
+        """Left join with a ``KTable``: like ``join``, and records the table does not
+        have (or with a None key) are joined with None."""
+        return self._join(other, args, kwargs, left=True)
+
+    def _join(self, other: Any, args: tuple, kwargs: dict[str, Any], *, left: bool) -> KStream:
+        from streamtide.dsl.ktable import KTable
+
+        if isinstance(other, KTable):
+            from streamtide.dsl.table_joins import stream_table_join
+
+            return stream_table_join(self, other, *args, **kwargs, left=left)
+        raise TypeError(f"a KStream cannot be joined with {type(other).__name__} {other!r}")
+
     # ---- deduplication (KIP-655; see dsl/deduplicate.py) ---------------------------------
 
     def deduplicate_by_key(self, interval: Any, deduplicated: Any = None) -> KStream:

@@ -1,47 +1,92 @@
-"""``KTable``: a changelog stream where each record updates the value of its key."""
+"""``KTable``: a changelog stream where each record updates the value of its key.
+
+Updates travel between a table's nodes as ``Change(new, old)`` values (``dsl/change.py``);
+``to_stream`` turns them back into plain records. How a table is looked up and whether it
+sends old values is its origin's business (``dsl/table_view.py``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamtide.dsl.params import Named, ensure_callable, named_of
-from streamtide.dsl.processors import PassThroughProcessor
-from streamtide.processor.api import Processor
+from streamtide.dsl.change import Change, ToStreamProcessor, as_change
+from streamtide.dsl.params import Grouped, Materialized, Named, ensure_callable, named_of
+from streamtide.dsl.table_view import (
+    DerivedOrigin,
+    StoreOrigin,
+    TableOrigin,
+    TableProcessor,
+    table_store,
+)
 from streamtide.record import Record
 from streamtide.serde import Serde
+from streamtide.state.timestamped import ValueAndTimestamp
 
 if TYPE_CHECKING:
     from streamtide.dsl.builder import StreamsBuilder
+    from streamtide.dsl.kgrouped_table import KGroupedTable
     from streamtide.dsl.kstream import KStream
 
 
-class TableFilterProcessor(Processor):
-    """Forwards updates that pass; a failing update becomes a tombstone for its key."""
+class DerivedTableProcessor(TableProcessor):
+    """A filter or ``map_values`` of a table (Kafka's KTableFilter / KTableMapValues).
 
-    def __init__(self, predicate: Callable[[Any, Any], bool], keep: bool) -> None:
-        self.predicate = predicate
-        self.keep = keep
+    ``compute(key, value)`` gives the derived value of a parent value (None: absent). The
+    old value comes from the table's own store when materialized, else from the parent's
+    old value; without old values a tombstone cannot be told from an unnecessary one, so
+    every absent result is forwarded. A filter with old values forwards nothing when the key
+    was absent before and after (``skip_double_tombstones``).
+    """
+
+    def __init__(
+        self,
+        origin: DerivedOrigin,
+        compute: Callable[[Any, Any], Any],
+        skip_double_tombstones: bool,
+    ) -> None:
+        super().__init__(origin)
+        self.compute = compute
+        self.skip_double_tombstones = skip_double_tombstones
+
+    def _apply(self, key: Any, value: Any) -> Any:
+        return None if value is None else self.compute(key, value)
 
     def process(self, record: Record) -> None:
-        if (
-            record.value is not None
-            and bool(self.predicate(record.key, record.value)) is not self.keep
-        ):
-            record = record.with_value(None)
-        self.context.forward(record)
+        change = as_change(record.value)
+        key = record.key
+        new = self._apply(key, change.new)
+        old = None
+        if self.send_old_values:
+            if self.store is not None:
+                stored = self.store.get_with_timestamp(key)
+                old = None if stored is None else stored.value
+            else:
+                old = self._apply(key, change.old)
+            if self.skip_double_tombstones and old is None and new is None:
+                return
+        if self.store is not None:
+            self.store.put_with_timestamp(key, new, record.timestamp)
+        self.context.forward(record.with_value(Change(new, old)))
 
 
-class TableMapValuesProcessor(Processor):
-    """Maps each new value; tombstones stay tombstones."""
+def _filtered(predicate: Callable[[Any, Any], bool], keep: bool) -> Callable[[Any, Any], Any]:
+    def compute(key: Any, value: Any) -> Any:
+        return value if bool(predicate(key, value)) is keep else None
 
-    def __init__(self, mapper: Callable[[Any], Any]) -> None:
-        self.mapper = mapper
+    return compute
 
-    def process(self, record: Record) -> None:
-        if record.value is not None:
-            record = record.with_value(self.mapper(record.value))
-        self.context.forward(record)
+
+def _on_stored(compute: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """``compute`` lifted to stored values with timestamps (for lookups)."""
+
+    def lookup(key: Any, stored: ValueAndTimestamp | None) -> ValueAndTimestamp | None:
+        if stored is None or stored.value is None:
+            return None
+        value = compute(key, stored.value)
+        return None if value is None else ValueAndTimestamp(value, stored.timestamp)
+
+    return lookup
 
 
 class KTable:
@@ -54,49 +99,153 @@ class KTable:
         store_name: str | None,
         key_serde: Serde | None,
         value_serde: Serde | None,
+        *,
+        origin: TableOrigin | None = None,
     ) -> None:
         self.builder = builder
         self.node = node
-        self.store_name = store_name
         self.key_serde = key_serde
         self.value_serde = value_serde
+        self.origin = origin if origin is not None else StoreOrigin(store_name)
 
-    def _add(
-        self, prefix: str, supplier: Any, named: Named | str | None, value_serde: Serde | None
+    @property
+    def store_name(self) -> str | None:
+        """The store holding this table, if it is materialized."""
+        return self.origin.store_name
+
+    def _derive(
+        self,
+        prefix: str,
+        compute: Callable[[Any, Any], Any],
+        named: Named | str | None,
+        materialized: Materialized | None,
+        value_serde: Serde | None,
+        *,
+        skip_double_tombstones: bool,
     ) -> KTable:
         name = named_of(named) or self.builder.new_name(prefix)
-        self.builder.topology.add_processor(name, supplier, self.node)
-        return KTable(self.builder, name, None, self.key_serde, value_serde)
+        topology = self.builder.topology
+        store = None
+        if materialized is not None:
+            store = table_store(
+                self.builder, materialized, f"{prefix}STATE-STORE-", self.key_serde, value_serde
+            )
+        origin = DerivedOrigin(self, _on_stored(compute), None if store is None else store.name)
+        topology.add_processor(
+            name, lambda: DerivedTableProcessor(origin, compute, skip_double_tombstones), self.node
+        )
+        if store is not None:
+            topology.add_state_store(store, name)
+            value_serde = store.value_serde
+        return KTable(
+            self.builder, name, origin.store_name, self.key_serde, value_serde, origin=origin
+        )
 
     def to_stream(self, named: Named | str | None = None) -> KStream:
         """The stream of this table's updates (tombstones included, as None values)."""
         from streamtide.dsl.kstream import KStream
 
         name = named_of(named) or self.builder.new_name("KTABLE-TOSTREAM-")
-        self.builder.topology.add_processor(name, PassThroughProcessor, self.node)
+        self.builder.topology.add_processor(name, ToStreamProcessor, self.node)
         return KStream(self.builder, name, self.key_serde, self.value_serde)
 
     def filter(
-        self, predicate: Callable[[Any, Any], bool], named: Named | str | None = None
+        self,
+        predicate: Callable[[Any, Any], bool],
+        named: Named | str | None = None,
+        materialized: Materialized | None = None,
     ) -> KTable:
         """Keep keys whose value passes ``predicate(key, value)``; others become tombstones."""
         ensure_callable(predicate, "filter predicate")
-        return self._add(
-            "KTABLE-FILTER-", lambda: TableFilterProcessor(predicate, True), named, self.value_serde
+        return self._derive(
+            "KTABLE-FILTER-",
+            _filtered(predicate, True),
+            named,
+            materialized,
+            self.value_serde,
+            skip_double_tombstones=True,
         )
 
     def filter_not(
-        self, predicate: Callable[[Any, Any], bool], named: Named | str | None = None
+        self,
+        predicate: Callable[[Any, Any], bool],
+        named: Named | str | None = None,
+        materialized: Materialized | None = None,
     ) -> KTable:
+        """Keep keys whose value fails ``predicate(key, value)``; others become tombstones."""
         ensure_callable(predicate, "filter_not predicate")
-        return self._add(
+        return self._derive(
             "KTABLE-FILTER-",
-            lambda: TableFilterProcessor(predicate, False),
+            _filtered(predicate, False),
             named,
+            materialized,
             self.value_serde,
+            skip_double_tombstones=True,
         )
 
-    def map_values(self, mapper: Callable[[Any], Any], named: Named | str | None = None) -> KTable:
-        """Map each value; tombstones pass through."""
+    def map_values(
+        self,
+        mapper: Callable[[Any], Any],
+        named: Named | str | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable:
+        """Map each value with ``mapper(value)``; tombstones pass through."""
         ensure_callable(mapper, "map_values mapper")
-        return self._add("KTABLE-MAPVALUES-", lambda: TableMapValuesProcessor(mapper), named, None)
+        return self._derive(
+            "KTABLE-MAPVALUES-",
+            lambda _key, value: mapper(value),
+            named,
+            materialized,
+            None,
+            skip_double_tombstones=False,
+        )
+
+    # ---- re-grouping and joins (dsl/kgrouped_table.py, dsl/table_table_joins.py) ---------
+
+    def group_by(
+        self,
+        selector: Callable[[Any, Any], tuple[Any, Any] | None],
+        grouped: Grouped | None = None,
+    ) -> KGroupedTable:
+        """Re-group by ``selector(key, value) -> (new_key, new_value)`` (None: drop): an
+        update is subtracted from its old group and added to its new one."""
+        from streamtide.dsl.kgrouped_table import group_table
+
+        return group_table(self, selector, grouped)
+
+    def join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        named: Named | str | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable:
+        """Inner join on the key: ``joiner(value, other_value)`` while both have the key."""
+        from streamtide.dsl.table_table_joins import table_table_join
+
+        return table_table_join(self, other, joiner, "inner", named, materialized)
+
+    def left_join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        named: Named | str | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable:
+        """Left join on the key: ``joiner(value, other_value or None)`` while this has it."""
+        from streamtide.dsl.table_table_joins import table_table_join
+
+        return table_table_join(self, other, joiner, "left", named, materialized)
+
+    def outer_join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        named: Named | str | None = None,
+        materialized: Materialized | None = None,
+    ) -> KTable:
+        """Outer join on the key: ``joiner(value or None, other_value or None)`` while
+        either has it."""
+        from streamtide.dsl.table_table_joins import table_table_join
+
+        return table_table_join(self, other, joiner, "outer", named, materialized)

@@ -120,6 +120,43 @@ class Grouped:
 
 
 @dataclass(frozen=True)
+class Joined:
+    """Serdes and name of a stream-table join: the key, the stream's values and the
+    table's values (``other_value_serde``); the serdes are used if the stream must be
+    repartitioned before the join."""
+
+    key_serde: Serde | None = None
+    value_serde: Serde | None = None
+    other_value_serde: Serde | None = None
+    name: str | None = None
+
+    @classmethod
+    def with_(
+        cls,
+        key_serde: Serde | None = None,
+        value_serde: Serde | None = None,
+        other_value_serde: Serde | None = None,
+    ) -> Joined:
+        return cls(key_serde, value_serde, other_value_serde)
+
+    @classmethod
+    def as_(cls, name: str) -> Joined:
+        return cls(name=_name(name))
+
+    def with_name(self, name: str) -> Joined:
+        return replace(self, name=_name(name))
+
+    def with_key_serde(self, serde: Serde) -> Joined:
+        return replace(self, key_serde=serde)
+
+    def with_value_serde(self, serde: Serde) -> Joined:
+        return replace(self, value_serde=serde)
+
+    def with_other_value_serde(self, serde: Serde) -> Joined:
+        return replace(self, other_value_serde=serde)
+
+
+@dataclass(frozen=True)
 class Repartitioned:
     """Name, serdes and partition count of an explicit ``KStream.repartition``."""
 

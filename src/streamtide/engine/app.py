@@ -433,9 +433,21 @@ class StreamsApp:
         return sum(self._changelog_end(task).values())
 
     def _changelog_end(self, task: str) -> dict[str, int]:
+        """Committed changelog end per store; a source table's is the committed input
+        offset (its changelog is the source topic, read no further than processed)."""
         sub, partition = (int(x) for x in task.split("_"))
         stage = self.stages[sub]
-        return {s: self.log.end_offset(t, partition) for s, t in stage.changelog_topics.items()}
+        ends = {}
+        for store, topic in stage.changelog_topics.items():
+            if self.topology.source_changelog_topic(store) is None:
+                ends[store] = self.log.end_offset(topic, partition)
+            else:
+                ends[store] = self._committed_offsets(task).get(offset_key(topic, partition), 0)
+        return ends
+
+    def _committed_offsets(self, task: str) -> dict[str, int]:
+        state = self._task_states.get(task)
+        return dict(state.offsets) if state is not None else {}
 
     def _lag(self, stage: Stage, task: str) -> int:
         return sum(lag for _, lag in self._lags(stage, task))
@@ -649,6 +661,7 @@ class StreamsApp:
                             for t in actives
                         ],
                         standbys,
+                        {t: self._committed_offsets(t) for t in standbys},
                     )
                     units.append((subtopology, spec.to_dict(), executor, slot))
             try:

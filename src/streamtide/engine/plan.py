@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass, field
 
 from streamtide.config import StreamsConfig
-from streamtide.errors import UnknownTopicError
+from streamtide.errors import TopologyError, UnknownTopicError
 from streamtide.log.api import Log
 from streamtide.processor.topology import Topology
 
@@ -32,10 +32,35 @@ class Stage:
         return bool(self.stores)
 
 
+def copartitioned_counts(topology: Topology, app: str, log_: Log) -> dict[str, int]:
+    """The partition count each internal topic of a co-partition group must have (that of
+    the group's external topics), after checking those external topics agree."""
+    counts: dict[str, int] = {}
+    for group in topology.copartition_groups:
+        external = {
+            t: log_.partitions(t)
+            for t in sorted(group)
+            if t not in topology.internal_topics and log_.has_topic(t)
+        }
+        if len(set(external.values())) > 1:
+            listed = ", ".join(f"{t!r} has {n}" for t, n in external.items())
+            raise TopologyError(
+                f"topics joined with each other must be co-partitioned (have the same number "
+                f"of partitions), but {listed}; call repartition() on the stream side to "
+                f"read it through an internal topic with the table's partition count"
+            )
+        if external:
+            count = next(iter(external.values()))
+            for topic in group & topology.internal_topics:
+                counts[topology.resolve_topic(topic, app)] = count
+    return counts
+
+
 def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stage]:
     """Check source topics exist and create internal, changelog and missing sink topics."""
     app = config.application_id
     internal_partitions: dict[str, int] = {}
+    copartitioned = copartitioned_counts(topology, app, log_)
     stages = []
     for sub in topology.subtopologies():
         counts = []
@@ -58,8 +83,9 @@ def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stag
         for sink in sub.sink_topics:
             physical = topology.resolve_topic(sink, app)
             if sink in topology.internal_topics:
-                internal_partitions[physical] = partitions
-                log_.create_topic(physical, partitions, exist_ok=True)
+                count = copartitioned.get(physical, partitions)
+                internal_partitions[physical] = count
+                log_.create_topic(physical, count, exist_ok=True)
             elif not log_.has_topic(physical):
                 log.info("creating output topic %s with %d partitions", physical, partitions)
                 log_.create_topic(physical, partitions, exist_ok=True)
@@ -67,7 +93,8 @@ def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stag
         for store in sub.stores:
             if getattr(topology.store_builder(store), "logging_enabled", True):
                 changelogs[store] = topology.changelog_topic(store, app)
-                log_.create_topic(changelogs[store], partitions, exist_ok=True)
+                if topology.source_changelog_topic(store) is None:
+                    log_.create_topic(changelogs[store], partitions, exist_ok=True)
         stages.append(
             Stage(
                 sub.id,

@@ -53,6 +53,10 @@ class Topology:
     _store_users: dict[str, list[str]] = field(default_factory=dict)
     _topic_sources: dict[str, str] = field(default_factory=dict)
     internal_topics: set[str] = field(default_factory=set)
+    #: groups of topics that must have the same partition count (joins), checked by the engine
+    copartition_groups: list[frozenset[str]] = field(default_factory=list)
+    #: stores whose changelog is the source topic they are built from (source tables)
+    _source_changelogs: dict[str, str] = field(default_factory=dict)
     _subtopologies: list[SubTopology] | None = None
 
     # ---- building -------------------------------------------------------------------------
@@ -179,6 +183,27 @@ class Topology:
         for processor_name in processor_names:
             self.connect_processor_and_state_stores(processor_name, store_name)
 
+    def add_copartition_group(self, *topics: str) -> Topology:
+        """Require ``topics`` to have equal partition counts (the engine checks it when it
+        plans the topology; internal topics of the group get the others' count)."""
+        group = frozenset(topics)
+        if len(group) > 1 and group not in self.copartition_groups:
+            self.copartition_groups.append(group)
+        return self
+
+    def use_source_topic_as_changelog(self, store_name: str, topic: str) -> Topology:
+        """Let ``topic`` (read by a source of this topology) be the changelog of store
+        ``store_name``: no changelog topic is created and a restore reads ``topic`` up to the
+        task's committed input offset (source tables)."""
+        if topic not in self._topic_sources:
+            raise TopologyError(f"store {store_name!r}: topic {topic!r} is not read by a source")
+        self._source_changelogs[store_name] = topic
+        return self
+
+    def source_changelog_topic(self, store_name: str) -> str | None:
+        """The (logical) source topic that is ``store_name``'s changelog, if it has one."""
+        return self._source_changelogs.get(store_name)
+
     def add_internal_topic(self, name: str) -> Topology:
         """Mark a topic as internal: its real name is prefixed with the application id."""
         self.internal_topics.add(name)
@@ -207,6 +232,11 @@ class Topology:
         return f"{application_id}-{topic}" if topic in self.internal_topics else topic
 
     def changelog_topic(self, store_name: str, application_id: str) -> str:
+        """The physical changelog topic of a store: ``<application_id>-<store>-changelog``,
+        or the source topic a source table's store is restored from."""
+        source = self._source_changelogs.get(store_name)
+        if source is not None:
+            return self.resolve_topic(source, application_id)
         return f"{application_id}-{store_name}-changelog"
 
     def source_topics(self) -> list[str]:
@@ -278,7 +308,31 @@ class Topology:
                 if isinstance(n, ProcessorNodeDef):
                     stores.extend(s for s in n.stores if s not in stores)
             groups.append(SubTopology(index, nodes, sources, sinks, stores))
-        return groups
+        return self._writers_first(groups)
+
+    def _writers_first(self, groups: list[SubTopology]) -> list[SubTopology]:
+        """The groups renumbered so that a sub-topology comes after those writing the internal
+        topics it reads (the engine runs them in this order); otherwise in creation order."""
+        writers = {t: g.id for g in groups for t in g.sink_topics if t in self.internal_topics}
+        placed: list[SubTopology] = []
+        done: set[int] = set()
+        pending = list(groups)
+        while pending:
+            for group in pending:
+                needs = {writers[t] for t in group.source_topics if t in writers} - {group.id}
+                if needs <= done:
+                    break
+            else:
+                raise TopologyError(
+                    "the sub-topologies read each other's internal topics in a cycle: "
+                    f"{[g.source_topics for g in pending]}"
+                )
+            pending.remove(group)
+            done.add(group.id)
+            placed.append(group)
+        for index, group in enumerate(placed):
+            group.id = index
+        return placed
 
     def describe(self) -> TopologyDescription:
         """A printable description of sub-topologies, nodes, topics, stores and edges."""

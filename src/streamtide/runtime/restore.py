@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,9 +23,14 @@ from streamtide.log.factory import log_path
 from streamtide.processor.api import Metrics, StateStoreContext
 from streamtide.processor.topology import Topology
 from streamtide.state.api import KeyValueBytesStore
-from streamtide.state.changelogging import ChangeLoggingKeyValueBytesStore, apply_changelog
+from streamtide.state.changelogging import (
+    ChangeLoggingKeyValueBytesStore,
+    ChangelogRecord,
+    apply_changelog,
+)
 from streamtide.state.checkpoint import TaskCheckpoint
 from streamtide.state.snapshots import SnapshotStore
+from streamtide.state.timestamped import encode
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +58,10 @@ class StoreChangelog:
     ``position`` is the changelog offset the local copy is current to (committed data only);
     ``unconfirmed`` counts the changelog records sent since the last confirmation; ``limit`` is
     the offset below which records read ahead (``pending``, in offset order) may be applied.
+
+    A ``source`` changelog is the input topic of a source table: nothing is sent to it, its
+    committed end is the task's committed input offset (``committed_end``), not the topic's
+    end, and its records become store entries as ``source_table_records`` says.
     """
 
     name: str
@@ -63,6 +72,8 @@ class StoreChangelog:
     unconfirmed: int = 0
     limit: int = 0
     pending: list[LogRecord] = field(default_factory=list)
+    source: bool = False
+    committed_end: int = 0
 
     @property
     def local(self) -> KeyValueBytesStore:
@@ -71,6 +82,18 @@ class StoreChangelog:
     @property
     def persistent(self) -> bool:
         return bool(self.store.persistent)
+
+
+def source_table_records(
+    keys: list[bytes | None], values: list[bytes | None], timestamps: list[int]
+) -> Iterator[ChangelogRecord]:
+    """The store entries a source table's input records stand for: the value with the
+    record's timestamp (a timestamped store), a tombstone as a delete; records without key
+    were never stored (the table drops them)."""
+    for key, value, timestamp in zip(keys, values, timestamps):
+        if key is None:
+            continue
+        yield key, (None if value is None else encode(value, timestamp)), ()
 
 
 def ensure_changelog_topic(
@@ -112,7 +135,10 @@ class ChangelogRestorer:
     # ---- the changelog -------------------------------------------------------------------
 
     def end(self, cl: StoreChangelog) -> int:
-        """The committed end of the store's changelog partition (0 if the topic is missing)."""
+        """The committed end of the store's changelog partition (0 if the topic is missing;
+        the task's committed input offset for a source changelog)."""
+        if cl.source:
+            return cl.committed_end
         if not self.log.has_topic(cl.topic):
             return 0
         return self.log.end_offset(cl.topic, cl.partition)
@@ -156,7 +182,7 @@ class ChangelogRestorer:
         if offset > end:
             why = f"the checkpoint offset {offset} is ahead of the changelog end {end}"
             return None, why, warning
-        if offset < begin:
+        if offset < begin and not cl.source:
             why = (
                 f"the changelog was truncated: it begins at {begin}, after the checkpoint "
                 f"offset {offset}"
@@ -229,6 +255,20 @@ class ChangelogRestorer:
             took = round((time.perf_counter() - started) * 1000)
             self.metrics.increment(RESTORE_DURATION_MS, took)
             return
+        if cl.source:
+            begin = min(begin, end)
+            log.log(
+                level,
+                "task %s: rebuilding store %r from its source topic %s [%d, %d) because %s",
+                self.task_id,
+                cl.name,
+                cl.topic,
+                begin,
+                end,
+                why,
+            )
+            cl.position = begin
+            return
         if begin > 0:
             raise StoreError(
                 f"task {self.task_id}: cannot rebuild store {cl.name!r} ({why}): changelog "
@@ -262,6 +302,8 @@ class ChangelogRestorer:
         end = self.end(cl) if end is None else end
         if cl.position >= end:
             return 0
+        if cl.source:  # a source topic's retention may have deleted what the task read
+            cl.position = max(cl.position, min(self.begin(cl), end))
         started = time.perf_counter()
         applied = 0
         while cl.position < end:
@@ -272,11 +314,15 @@ class ChangelogRestorer:
                 break
             keys = table.column("key").to_pylist()
             values = table.column("value").to_pylist()
-            headers = [
-                tuple((h["key"], h["value"]) for h in hs) if hs else ()
-                for hs in table.column("headers").to_pylist()
-            ]
-            applied += apply_changelog(cl.local, zip(keys, values, headers))
+            if cl.source:
+                timestamps = table.column("timestamp").to_pylist()
+                applied += apply_changelog(cl.local, source_table_records(keys, values, timestamps))
+            else:
+                headers = [
+                    tuple((h["key"], h["value"]) for h in hs) if hs else ()
+                    for hs in table.column("headers").to_pylist()
+                ]
+                applied += apply_changelog(cl.local, zip(keys, values, headers))
             cl.position = int(table.column("offset")[-1].as_py()) + 1
         self.metrics.increment(RECORDS_RESTORED, applied)
         self.metrics.increment(f"{RECORDS_RESTORED}.{cl.name}", applied)
@@ -288,7 +334,13 @@ class ChangelogRestorer:
         batch = list(records)
         if not batch:
             return 0
-        count = apply_changelog(cl.local, ((r.key, r.value, r.headers) for r in batch))
+        if cl.source:
+            entries = source_table_records(
+                [r.key for r in batch], [r.value for r in batch], [r.timestamp for r in batch]
+            )
+            count = apply_changelog(cl.local, entries)
+        else:
+            count = apply_changelog(cl.local, ((r.key, r.value, r.headers) for r in batch))
         cl.position = int(batch[-1].offset) + 1  # type: ignore[arg-type]
         self.metrics.increment(RECORDS_RESTORED, count)
         self.metrics.increment(f"{RECORDS_RESTORED}.{cl.name}", count)
@@ -344,5 +396,5 @@ class ChangelogRestorer:
         # damaged newest snapshot still leaves a way to rebuild the store.
         snapshots.prune(app, task, cl.name, keep=max(2, keep))
         kept = snapshots.offsets(app, task, cl.name)
-        if truncate and len(kept) >= 2 and self.log.has_topic(cl.topic):
+        if truncate and not cl.source and len(kept) >= 2 and self.log.has_topic(cl.topic):
             self.log.truncate_before(cl.topic, cl.partition, kept[0])

@@ -45,8 +45,11 @@ class StandbyTask:
         restore_batch_size: int = 10_000,
         fsync: bool = True,
         stores: TaskStores | None = None,
+        input_offsets: dict[str, int] | None = None,
     ) -> None:
         self.partition = partition
+        #: the active task's committed input offsets (how far source-table stores may go)
+        self.input_offsets = input_offsets
         self.task_id = task_name(subtopology_id, partition)
         self.application_id = application_id
         self.state_dir = Path(state_dir) / application_id / self.task_id
@@ -66,8 +69,13 @@ class StandbyTask:
         """Open the logged stores and check their local copies against the checkpoint
         (rebuilding from a snapshot or the beginning where it cannot be trusted)."""
         if not self.stores.is_open:
-            self.stores.open_standby(_StandbyContext(self), self.partition)
+            self.stores.open_standby(_StandbyContext(self), self.partition, self.input_offsets)
         return self
+
+    def set_input_offsets(self, input_offsets: dict[str, int]) -> None:
+        """The active task's newer committed input offsets (for an open standby)."""
+        self.input_offsets = input_offsets
+        self.stores.set_input_offsets(input_offsets)
 
     def close(self) -> None:
         """Checkpoint and close the stores; records kept above the limit are dropped (they

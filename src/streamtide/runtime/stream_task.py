@@ -40,7 +40,7 @@ from streamtide.runtime.partition_group import PartitionGroup, RawRecord
 from streamtide.runtime.record_errors import RecordErrors
 from streamtide.runtime.stamping import SourceStamper, StampedRecord
 from streamtide.runtime.task_stores import TaskStores
-from streamtide.serde import Serde, Serdes
+from streamtide.serde import Serde, Serdes, resolve_serde
 from streamtide.time import UNKNOWN_TIME, Clock, SystemClock
 from streamtide.timestamp_extractor import TimestampExtractor
 
@@ -151,8 +151,8 @@ class StreamTask:
             if isinstance(definition, SourceNodeDef):
                 node: Any = SourceNode(
                     definition.name,
-                    definition.key_serde or self.default_key_serde,
-                    definition.value_serde or self.default_value_serde,
+                    resolve_serde(definition.key_serde, self.default_key_serde),
+                    resolve_serde(definition.value_serde, self.default_value_serde),
                 )
                 extractor = definition.timestamp_extractor or self.default_timestamp_extractor
                 for topic in definition.topics:
@@ -175,8 +175,8 @@ class StreamTask:
                 node = SinkNode(
                     definition,
                     self.resolve(definition.topic),
-                    definition.key_serde or self.default_key_serde,
-                    definition.value_serde or self.default_value_serde,
+                    resolve_serde(definition.key_serde, self.default_key_serde),
+                    resolve_serde(definition.value_serde, self.default_value_serde),
                     self.collector,
                     uses_default_serdes=definition.key_serde is None
                     or definition.value_serde is None,
@@ -211,7 +211,7 @@ class StreamTask:
         """Open the stores and call ``init`` on every processor (in topology order)."""
         if self._initialized:
             return self
-        self.stores.open(self.context, self.collector, self.partition)
+        self.stores.open(self.context, self.collector, self.partition, self._offsets)
         for _name, node in self._nodes.items():
             if isinstance(node, ProcessorNode) and hasattr(node.processor, "init"):
                 self._in_node(node, lambda n=node: n.processor.init(self.context), "init")

@@ -209,8 +209,12 @@ class TaskHost:
 
     # ---- standby tasks -------------------------------------------------------------------
 
-    def update_standby(self, task_id: str) -> dict[str, Any]:
-        """Bring a standby (or warm-up) task's stores to the committed changelog end."""
+    def update_standby(
+        self, task_id: str, input_offsets: dict[str, int] | None = None
+    ) -> dict[str, Any]:
+        """Bring a standby (or warm-up) task's stores to the committed changelog end;
+        ``input_offsets`` are the active task's committed input offsets (how far stores whose
+        changelog is a source topic may go)."""
         standby = self._standby.get(task_id)
         if standby is None:
             subtopology, partition = (int(part) for part in task_id.split("_"))
@@ -230,8 +234,11 @@ class TaskHost:
                 default_key_serde=self.config.default_key_serde,
                 default_value_serde=self.config.default_value_serde,
                 stores=stores,
+                input_offsets=input_offsets,
             )
             self._standby[task_id] = standby
+        elif input_offsets is not None:
+            standby.set_input_offsets(input_offsets)
         before = standby.metrics.get(RECORDS_RESTORED)
         try:
             standby.initialize()

@@ -27,7 +27,7 @@ from streamtide.errors import StoreError, TopologyError
 from streamtide.log.api import Log, LogRecord
 from streamtide.processor.api import StateStore, StateStoreContext
 from streamtide.runtime.collector import send_records
-from streamtide.runtime.committed import TaskCommittedState
+from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.restore import (
     STANDBY_LAG,
     ChangelogRestorer,
@@ -96,6 +96,7 @@ class TaskStores:
         self._commits = 0
         self._unsaved = False  # applied records the checkpoint does not name yet
         self._restorer: ChangelogRestorer | None = None
+        self.input_offsets: dict[str, int] = {}
 
     @classmethod
     def for_task(
@@ -111,10 +112,14 @@ class TaskStores:
         context: StateStoreContext,
         collector: RecordCollector | None = None,
         partition: int | None = None,
+        input_offsets: dict[str, int] | None = None,
     ) -> None:
         """Open every store for an active task and bring the logged ones to the committed
-        changelog end; ``collector`` receives changelog records (none: not sent)."""
+        changelog end; ``collector`` receives changelog records (none: not sent);
+        ``input_offsets`` (``"topic:partition"`` -> next offset) are the task's committed
+        input offsets, the committed end of source-table stores."""
         self.collector = collector
+        self.input_offsets = dict(input_offsets or {})
         restorer = self._open(context, self.store_names, partition)
         if restorer is None:
             return
@@ -135,11 +140,24 @@ class TaskStores:
         if restored:
             self._maybe_snapshot()
 
-    def open_standby(self, context: StateStoreContext, partition: int) -> None:
+    def open_standby(
+        self,
+        context: StateStoreContext,
+        partition: int,
+        input_offsets: dict[str, int] | None = None,
+    ) -> None:
         """Open the logged stores for a standby or warm-up task and check their local copies
-        against the checkpoint; nothing is applied yet (the offset limits are the positions)."""
+        against the checkpoint; nothing is applied yet (the offset limits are the positions).
+        ``input_offsets`` are the active task's committed input offsets: the committed end of
+        source-table stores, which are left out without them."""
         self.standby = True
-        logged = [n for n in self.store_names if self.topology.store_builder(n).logging_enabled]
+        self.input_offsets = dict(input_offsets or {})
+        logged = [
+            n
+            for n in self.store_names
+            if self.topology.store_builder(n).logging_enabled
+            and (input_offsets is not None or self.topology.source_changelog_topic(n) is None)
+        ]
         if self._open(context, logged, partition) is None:
             raise StoreError(f"standby {context.task_id} needs a log to read changelogs from")
         for cl in self.changelogs.values():
@@ -156,8 +174,14 @@ class TaskStores:
             store.init(context)
             self.stores[name] = store
         for name, store in self.logged.items():
+            if name not in names:
+                continue
             topic = self.changelog_topic(name)
-            self.changelogs[name] = StoreChangelog(name, store, topic, self.partition)
+            cl = StoreChangelog(name, store, topic, self.partition)
+            if self.topology.source_changelog_topic(name) is not None:
+                cl.source = True
+                cl.committed_end = self.input_offsets.get(offset_key(topic, self.partition), 0)
+            self.changelogs[name] = cl
         self.is_open = True
         if self.log is None:
             return None
@@ -179,7 +203,7 @@ class TaskStores:
             if self.batch < 0:
                 self.batch = checkpoint.batch
         for cl in self.changelogs.values():
-            if not self.standby:
+            if not self.standby and not cl.source:
                 ensure_changelog_topic(self.log, self.topology, cl, context)
             restorer.initialize(cl, checkpoint, problem)
         return restorer
@@ -202,6 +226,15 @@ class TaskStores:
         application_id = self.context.application_id if self.context else "streamtide-app"
         return self.topology.changelog_topic(store_name, application_id)
 
+    def set_input_offsets(self, input_offsets: dict[str, int]) -> None:
+        """New committed input offsets of the task: the committed end of its stores whose
+        changelog is a source topic (an open standby learns them each batch)."""
+        self.input_offsets = dict(input_offsets)
+        for cl in self.changelogs.values():
+            if cl.source:
+                key = offset_key(cl.topic, cl.partition)
+                cl.committed_end = self.input_offsets.get(key, cl.committed_end)
+
     # ---- commit --------------------------------------------------------------------------
 
     def commit(self) -> None:
@@ -211,6 +244,8 @@ class TaskStores:
         timestamp = max(context.current_stream_time_ms(), 0) if context else 0
         for cl in self.changelogs.values():
             records = cl.store.take_changelog()
+            if cl.source:  # the input records are the changelog: nothing to send
+                continue
             if records and self.collector is not None:
                 send_records(self.collector, cl.topic, self.partition, records, timestamp)
             cl.unconfirmed += len(records)
@@ -233,6 +268,12 @@ class TaskStores:
         """
         ends = changelog_ends or {}
         for cl in self.changelogs.values():
+            if cl.source:
+                cl.store.apply_sent()
+                key = offset_key(cl.topic, cl.partition)
+                if committed is not None and key in committed.offsets:
+                    cl.position = cl.committed_end = committed.offsets[key]
+                continue
             expected = cl.position + cl.unconfirmed
             if cl.name in ends:
                 end = ends[cl.name]

@@ -46,6 +46,8 @@ class WorkUnitSpec:
     client: str
     active: list[ActiveSpec]
     standby: list[str] = field(default_factory=list)
+    #: committed input offsets of the standby tasks (``"topic:partition"`` -> offset)
+    standby_offsets: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -54,6 +56,7 @@ class WorkUnitSpec:
             "client": self.client,
             "active": [a.__dict__ for a in self.active],
             "standby": list(self.standby),
+            "standby_offsets": dict(self.standby_offsets),
         }
 
     @classmethod
@@ -64,6 +67,7 @@ class WorkUnitSpec:
             str(data["client"]),
             [ActiveSpec(**a) for a in data["active"]],
             list(data.get("standby", [])),
+            dict(data.get("standby_offsets", {})),
         )
 
 
@@ -114,7 +118,10 @@ def run_work_unit(
         ]
         standbys = {}
         if stores_factory is not None:
-            standbys = {task_id: host.update_standby(task_id) for task_id in spec.standby}
+            standbys = {
+                task_id: host.update_standby(task_id, spec.standby_offsets.get(task_id))
+                for task_id in spec.standby
+            }
     finally:
         if own_host:
             host.close()

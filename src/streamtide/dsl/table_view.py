@@ -1,0 +1,172 @@
+"""How a table's operators look a key up and send old values (Kafka's value getters).
+
+Every ``KTable`` has an origin: the operator that made it. The origin answers two build-time
+questions that downstream operators ask:
+
+- ``view()``: how a processor reads the table's current value (and timestamp) of a key.
+  A materialized table reads its store; a filter or ``map_values`` that is not materialized
+  reads its parent's view and applies itself (so a join can use a filtered table without a
+  store of its own). A source table that is not materialized yet gets its store here.
+- ``enable_sending_old_values(force)``: make the table's updates carry old values
+  (``Change.old``). A materialized table can always; a derived one can when its parent can;
+  with ``force`` a source table materializes itself to be able to. Tables made by stream
+  aggregations cannot (their updates carry only new values).
+
+Processors read the origin's settings when the task builds them, after the topology is
+complete, so an operator added later (a ``group_by`` downstream) still switches them on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from streamtide.dsl.params import Materialized
+from streamtide.errors import TopologyError
+from streamtide.processor.api import Processor, ProcessorContext
+from streamtide.serde import Serde
+from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
+from streamtide.state.timestamped import ValueAndTimestamp
+
+if TYPE_CHECKING:
+    from streamtide.dsl.builder import StreamsBuilder
+    from streamtide.dsl.ktable import KTable
+
+#: ``getter(key) -> ValueAndTimestamp | None``: a table's current value of a key
+Getter = Callable[[Any], "ValueAndTimestamp | None"]
+
+
+@dataclass(frozen=True)
+class TableView:
+    """The stores a lookup needs and how to make the lookup in a task."""
+
+    store_names: tuple[str, ...]
+    make: Callable[[ProcessorContext], Getter]
+
+
+def store_view(store_name: str) -> TableView:
+    """Look keys up in a timestamped key-value store."""
+
+    def make(context: ProcessorContext) -> Getter:
+        return context.get_state_store(store_name).get_with_timestamp  # type: ignore[no-any-return]
+
+    return TableView((store_name,), make)
+
+
+def check_lookups(builder: StreamsBuilder, view: TableView, what: str) -> None:
+    """Refuse a lookup in a store that is not a table's timestamped key-value store (a
+    windowed aggregation's window or session store cannot be looked up by key)."""
+    for name in view.store_names:
+        store = builder.topology.store_builder(name)
+        if not (isinstance(store, KeyValueStoreBuilder) and store.timestamped):
+            raise TopologyError(
+                f"{what} needs a key-value table; store {name!r} belongs to a windowed "
+                f"aggregation, which cannot be looked up by key"
+            )
+
+
+def mapped_view(
+    parent: TableView, compute: Callable[[Any, ValueAndTimestamp | None], Any]
+) -> TableView:
+    """``parent``'s lookup passed through ``compute(key, value_and_timestamp)``."""
+
+    def make(context: ProcessorContext) -> Getter:
+        get = parent.make(context)
+        return lambda key: compute(key, get(key))
+
+    return TableView(parent.store_names, make)
+
+
+def table_store(
+    builder: StreamsBuilder,
+    materialized: Materialized,
+    prefix: str,
+    key_serde: Serde | None,
+    value_serde: Serde | None,
+) -> KeyValueStoreBuilder:
+    """The timestamped store of a materialized table (named, or named ``<prefix><n>``)."""
+    name = materialized.store_name or builder.new_name(prefix)
+    return KeyValueStoreBuilder(
+        KeyValueBytesStoreSupplier(name, materialized.resolved_store_type()),
+        materialized.key_serde or key_serde,
+        materialized.value_serde or value_serde,
+        logging_enabled=materialized.logging_enabled,
+        timestamped=True,
+    )
+
+
+class TableOrigin:
+    """A table's origin; see the module docstring. ``store_name`` is set when the table is
+    materialized; ``send_old_values`` once an operator downstream needs old values."""
+
+    store_name: str | None = None
+    send_old_values: bool = False
+
+    def enable_sending_old_values(self, force: bool) -> bool:
+        if self.store_name is not None:
+            self.send_old_values = True
+        return self.send_old_values
+
+    def view(self) -> TableView:
+        if self.store_name is None:
+            raise TopologyError("this table has no store to look values up in")
+        return store_view(self.store_name)
+
+
+class StoreOrigin(TableOrigin):
+    """A table made by a stream aggregation: materialized, but its updates never carry old
+    values (a ``KTable.group_by`` of it is refused at build time)."""
+
+    def __init__(self, store_name: str | None) -> None:
+        self.store_name = store_name
+
+    def enable_sending_old_values(self, force: bool) -> bool:
+        return False
+
+
+class MaterializedOrigin(TableOrigin):
+    """A table kept in its own store by the operator that makes it (a table aggregation)."""
+
+    def __init__(self, store_name: str) -> None:
+        self.store_name = store_name
+
+
+class DerivedOrigin(TableOrigin):
+    """A table computed key by key from its parent (``filter``, ``map_values``):
+    ``compute(key, value_and_timestamp)`` gives its value of a key from the parent's."""
+
+    def __init__(
+        self,
+        parent: KTable,
+        compute: Callable[[Any, ValueAndTimestamp | None], ValueAndTimestamp | None],
+        store_name: str | None,
+    ) -> None:
+        self.parent = parent
+        self.compute = compute
+        self.store_name = store_name
+        # Like Kafka: a derived table sends old values when its parent already does.
+        self.send_old_values = parent.origin.enable_sending_old_values(False)
+
+    def enable_sending_old_values(self, force: bool) -> bool:
+        if self.store_name is not None or self.parent.origin.enable_sending_old_values(force):
+            self.send_old_values = True
+        return self.send_old_values
+
+    def view(self) -> TableView:
+        if self.store_name is not None:
+            return store_view(self.store_name)
+        return mapped_view(self.parent.origin.view(), self.compute)
+
+
+class TableProcessor(Processor):
+    """Base of the processors of table nodes: takes its origin's store and old-value setting
+    when the task builds it, and opens the store (if any) in ``init``."""
+
+    def __init__(self, origin: TableOrigin) -> None:
+        self.store_name = origin.store_name
+        self.send_old_values = origin.send_old_values
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.store = None if self.store_name is None else context.get_state_store(self.store_name)
