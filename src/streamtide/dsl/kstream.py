@@ -321,3 +321,71 @@ class KStream:
         from streamtide.dsl.deduplicate import deduplicate
 
         return deduplicate(self, id_selector, interval, deduplicated)
+
+    # ---- joins (dsl/stream_joins.py) -----------------------------------------------------
+
+    def join(
+        self,
+        other: Any,
+        joiner: Any,
+        windows: Any = None,
+        stream_joined: Any = None,
+    ) -> KStream:
+        """Inner join with another stream within ``windows`` (``JoinWindows``)."""
+        from streamtide.dsl.stream_joins import join_streams
+
+        return join_streams(
+            self,
+            other,
+            joiner,
+            windows,
+            stream_joined,
+            left_outer=False,
+            right_outer=False,
+            operation="join",
+        )
+
+    def left_join(
+        self,
+        other: Any,
+        joiner: Any,
+        windows: Any = None,
+        stream_joined: Any = None,
+    ) -> KStream:
+        """Left join with another stream within ``windows``: a record of this stream without
+        partner is emitted as ``joiner(value, None)`` once its window closes."""
+        from streamtide.dsl.stream_joins import join_streams
+
+        return join_streams(
+            self,
+            other,
+            joiner,
+            windows,
+            stream_joined,
+            left_outer=True,
+            right_outer=False,
+            operation="left_join",
+        )
+
+    def outer_join(
+        self,
+        other: KStream,
+        joiner: Callable[[Any, Any], Any],
+        windows: Any,
+        stream_joined: Any = None,
+    ) -> KStream:
+        """Outer join with another stream within ``windows``: records of either side without
+        partner are emitted (``joiner(value, None)`` / ``joiner(None, value)``) once their
+        window closes."""
+        from streamtide.dsl.stream_joins import join_streams
+
+        return join_streams(
+            self,
+            other,
+            joiner,
+            windows,
+            stream_joined,
+            left_outer=True,
+            right_outer=True,
+            operation="outer_join",
+        )

@@ -6,7 +6,7 @@ import logging
 from dataclasses import dataclass, field
 
 from streamtide.config import StreamsConfig
-from streamtide.errors import UnknownTopicError
+from streamtide.errors import TopologyError, UnknownTopicError
 from streamtide.log.api import Log
 from streamtide.processor.topology import Topology
 
@@ -35,6 +35,7 @@ class Stage:
 def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stage]:
     """Check source topics exist and create internal, changelog and missing sink topics."""
     app = config.application_id
+    copartitioned = copartitioned_counts(topology, app, log_)
     internal_partitions: dict[str, int] = {}
     stages = []
     for sub in topology.subtopologies():
@@ -58,8 +59,9 @@ def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stag
         for sink in sub.sink_topics:
             physical = topology.resolve_topic(sink, app)
             if sink in topology.internal_topics:
-                internal_partitions[physical] = partitions
-                log_.create_topic(physical, partitions, exist_ok=True)
+                count = copartitioned.get(physical, partitions)
+                internal_partitions[physical] = count
+                log_.create_topic(physical, count, exist_ok=True)
             elif not log_.has_topic(physical):
                 log.info("creating output topic %s with %d partitions", physical, partitions)
                 log_.create_topic(physical, partitions, exist_ok=True)
@@ -77,8 +79,32 @@ def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stag
                 changelogs,
             )
         )
+    for topics, operation in topology.copartition_groups:
+        physical = {topology.resolve_topic(t, app) for t in topics}
+        found = {t: internal_partitions.get(t) or log_.partitions(t) for t in sorted(physical)}
+        if len(set(found.values())) > 1:
+            raise TopologyError(
+                f"the inputs of {operation} are not co-partitioned "
+                f"({', '.join(f'{t!r} has {n}' for t, n in found.items())} partitions); "
+                "call repartition() on one side before the join"
+            )
     if config.deserialization_exception_handler != "fail":
         log_.create_topic(config.dlq_topic, 1, exist_ok=True)
     if config.errors_dead_letter_topic and config.processing_exception_handler != "fail":
         log_.create_topic(config.errors_dead_letter_topic, 1, exist_ok=True)
     return stages
+
+
+def copartitioned_counts(topology: Topology, app: str, log_: Log) -> dict[str, int]:
+    """The partition count each internal topic of a co-partition group (a join's inputs)
+    must have: that of the group's external topics, so that a ``repartition()`` before a
+    join matches the other side (``make_plan`` then checks every group)."""
+    counts: dict[str, int] = {}
+    for topics, _ in topology.copartition_groups:
+        external = [
+            log_.partitions(t) for t in topics - topology.internal_topics if log_.has_topic(t)
+        ]
+        if external:
+            for topic in topics & topology.internal_topics:
+                counts[topology.resolve_topic(topic, app)] = max(external)
+    return counts

@@ -53,6 +53,8 @@ class Topology:
     _store_users: dict[str, list[str]] = field(default_factory=dict)
     _topic_sources: dict[str, str] = field(default_factory=dict)
     internal_topics: set[str] = field(default_factory=set)
+    #: topics that must have equal partition counts (a join's inputs), with what needs it
+    copartition_groups: list[tuple[frozenset[str], str]] = field(default_factory=list)
     _subtopologies: list[SubTopology] | None = None
 
     # ---- building -------------------------------------------------------------------------
@@ -182,6 +184,12 @@ class Topology:
     def add_internal_topic(self, name: str) -> Topology:
         """Mark a topic as internal: its real name is prefixed with the application id."""
         self.internal_topics.add(name)
+        return self
+
+    def add_copartition_group(self, topics: set[str], operation: str) -> Topology:
+        """Require ``topics`` to have the same number of partitions (checked when the
+        engine plans the topology; internal topics among them are created with that count)."""
+        self.copartition_groups.append((frozenset(topics), operation))
         return self
 
     # ---- reading --------------------------------------------------------------------------
