@@ -7,6 +7,7 @@ from streamtide.config import StreamsConfig
 from streamtide.dsl import (
     Consumed,
     Deduplicated,
+    GlobalKTable,
     Grouped,
     JoinWindows,
     KGroupedStream,
@@ -68,6 +69,7 @@ __all__ = [
     "ConsumerRecord",
     "Deduplicated",
     "ErrorHandlerContext",
+    "GlobalKTable",
     "Grouped",
     "HandlerFailedError",
     "JoinWindows",

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from streamtide.dsl.params import Consumed
+from streamtide.dsl.params import Consumed, Materialized
 from streamtide.errors import TopologyError
 from streamtide.processor.api import StoreBuilder
 from streamtide.processor.topology import Topology
 
 if TYPE_CHECKING:
+    from streamtide.dsl.global_table import GlobalKTable
     from streamtide.dsl.kstream import KStream
 
 
@@ -43,6 +44,15 @@ class StreamsBuilder:
             timestamp_extractor=consumed.timestamp_extractor,
         )
         return KStream(self, name, consumed.key_serde, consumed.value_serde)
+
+    def global_table(
+        self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None
+    ) -> GlobalKTable:
+        """A table of all of ``topic`` (every partition) in every task; join streams with it
+        by any key (``KStream.join(global_table, key_selector, joiner)``)."""
+        from streamtide.dsl.global_table import global_table
+
+        return global_table(self, topic, consumed, materialized)
 
     def add_state_store(self, builder: StoreBuilder) -> StreamsBuilder:
         """Register a store that processors added with ``KStream.process`` can use."""

@@ -322,7 +322,7 @@ class KStream:
 
         return deduplicate(self, id_selector, interval, deduplicated)
 
-    # ---- joins (dsl/stream_joins.py) -----------------------------------------------------
+    # ---- joins (dsl/stream_joins.py, dsl/global_table.py) -------------------------------
 
     def join(
         self,
@@ -331,9 +331,13 @@ class KStream:
         windows: Any = None,
         stream_joined: Any = None,
     ) -> KStream:
-        """Inner join with another stream within ``windows`` (``JoinWindows``)."""
+        """Inner join with another stream within ``windows`` (``JoinWindows``), or with a
+        global table: ``join(global_table, key_selector, joiner)``."""
+        from streamtide.dsl.global_table import GlobalKTable, join_global_table
         from streamtide.dsl.stream_joins import join_streams
 
+        if isinstance(other, GlobalKTable):
+            return join_global_table(self, other, joiner, windows, left=False)
         return join_streams(
             self,
             other,
@@ -353,9 +357,13 @@ class KStream:
         stream_joined: Any = None,
     ) -> KStream:
         """Left join with another stream within ``windows``: a record of this stream without
-        partner is emitted as ``joiner(value, None)`` once its window closes."""
+        partner is emitted as ``joiner(value, None)`` once its window closes. With a global
+        table: ``left_join(global_table, key_selector, joiner)``."""
+        from streamtide.dsl.global_table import GlobalKTable, join_global_table
         from streamtide.dsl.stream_joins import join_streams
 
+        if isinstance(other, GlobalKTable):
+            return join_global_table(self, other, joiner, windows, left=True)
         return join_streams(
             self,
             other,

@@ -44,6 +44,19 @@ class SubTopology:
         return [n for n in self.nodes if isinstance(n, SourceNodeDef)]
 
 
+@dataclass(frozen=True)
+class GlobalStoreSpec:
+    """A store holding a whole topic (every partition) in every task: a global table.
+
+    The topic is the store's changelog; tasks only read the store (``runtime.global_stores``).
+    """
+
+    name: str
+    topic: str
+    key_serde: Serde | None = None
+    value_serde: Serde | None = None
+
+
 @dataclass
 class Topology:
     """A processing graph built with the low-level API (or by ``StreamsBuilder``)."""
@@ -55,6 +68,7 @@ class Topology:
     internal_topics: set[str] = field(default_factory=set)
     #: topics that must have equal partition counts (a join's inputs), with what needs it
     copartition_groups: list[tuple[frozenset[str], str]] = field(default_factory=list)
+    global_stores: dict[str, GlobalStoreSpec] = field(default_factory=dict)
     _subtopologies: list[SubTopology] | None = None
 
     # ---- building -------------------------------------------------------------------------
@@ -98,6 +112,8 @@ class Topology:
         for topic in topics:
             if not isinstance(topic, str) or not topic:
                 raise TopologyError(f"source {name!r}: topic names must be non-empty strings")
+            if topic in self.global_topics():
+                raise TopologyError(f"source {name!r}: topic {topic!r} is a global table's topic")
             if topic in self._topic_sources:
                 raise TopologyError(
                     f"source {name!r}: topic {topic!r} is already read by source "
@@ -191,6 +207,20 @@ class Topology:
         engine plans the topology; internal topics among them are created with that count)."""
         self.copartition_groups.append((frozenset(topics), operation))
         return self
+
+    def add_global_store(self, spec: GlobalStoreSpec) -> Topology:
+        """Keep all of ``spec.topic`` in a store every processor can read by name."""
+        if spec.name in self._stores or spec.name in self.global_stores:
+            raise TopologyError(f"a state store named {spec.name!r} is already registered")
+        if spec.topic in self._topic_sources or spec.topic in self.global_topics():
+            raise TopologyError(
+                f"global store {spec.name!r}: topic {spec.topic!r} is already read by this topology"
+            )
+        self.global_stores[spec.name] = spec
+        return self
+
+    def global_topics(self) -> set[str]:
+        return {spec.topic for spec in self.global_stores.values()}
 
     # ---- reading --------------------------------------------------------------------------
 
