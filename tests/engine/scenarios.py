@@ -177,14 +177,21 @@ def expected_outputs(
 
 def engine_outputs(log_url: str, name: str) -> dict[int, list[tuple]]:
     _, key_serde, value_serde = SCENARIOS[name]
+    return read_outputs(log_url, key_serde, value_serde)
+
+
+def read_outputs(
+    log_url: str, key_serde: Any, value_serde: Any, topic: str = "out"
+) -> dict[int, list[tuple]]:
+    """Every partition of ``topic`` as (key, value, timestamp) tuples."""
     log = open_log(log_url)
     try:
         return {
             p: [
                 (key_serde.deserialize(r.key), value_serde.deserialize(r.value), r.timestamp)
-                for r in log.read("out", p)
+                for r in log.read(topic, p)
             ]
-            for p in range(log.partitions("out"))
+            for p in range(log.partitions(topic))
         }
     finally:
         log.close()

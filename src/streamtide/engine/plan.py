@@ -35,6 +35,13 @@ class Stage:
 def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stage]:
     """Check source topics exist and create internal, changelog and missing sink topics."""
     app = config.application_id
+    for topic in sorted(topology.global_topics()):
+        physical = topology.resolve_topic(topic, app)
+        if not log_.has_topic(physical):
+            raise UnknownTopicError(
+                f"global table topic {physical!r} does not exist in {log_.url}; create it first "
+                f"(streamtide topics create {physical} --partitions N --log {log_.url})"
+            )
     copartitioned = copartitioned_counts(topology, app, log_)
     internal_partitions: dict[str, int] = {}
     stages = []

@@ -10,12 +10,15 @@ from typing import Any
 
 from streamtide.engine.failures import failure_report
 from streamtide.log import open_log
-from streamtide.runtime.work_unit import WorkUnitSpec, run_work_unit
+from streamtide.runtime.work_unit import WorkUnitSpec, new_global_stores, run_work_unit
 
 _CACHE: dict[str, Any] = {}
 
 
-def _load(blob: bytes) -> tuple[Any, Any, Any, Any]:
+def _load(blob: bytes) -> tuple[Any, Any, Any, Any, Any]:
+    """The application of ``blob`` for this worker process, with the worker's copy of the
+    global tables, which lives as long as the process and is brought up to date by every
+    work unit (bootstrapped by the first)."""
     key = hashlib.sha1(blob).hexdigest()
     cached = _CACHE.get(key)
     if cached is None:
@@ -23,7 +26,8 @@ def _load(blob: bytes) -> tuple[Any, Any, Any, Any]:
 
         topology, config, factory = cloudpickle.loads(blob)
         _CACHE.clear()
-        cached = _CACHE[key] = (topology, config, factory, open_log(config.log))
+        global_stores = new_global_stores(topology, config) if topology.global_stores else None
+        cached = _CACHE[key] = (topology, config, factory, open_log(config.log), global_stores)
     return cached
 
 
@@ -39,7 +43,7 @@ def observed_executor() -> str:
 def run_payloads(blob: bytes, payloads: Iterable[str]) -> Iterator[str]:
     """Run each JSON work-unit payload and yield its JSON report (or failure report)."""
     try:
-        topology, config, factory, log_ = _load(blob)
+        topology, config, factory, log_, global_stores = _load(blob)
     except Exception as exc:  # e.g. user code that cannot be unpickled here
         loading: BaseException | None = exc
     else:
@@ -49,7 +53,7 @@ def run_payloads(blob: bytes, payloads: Iterable[str]) -> Iterator[str]:
             if loading is not None:
                 raise loading
             spec = WorkUnitSpec.from_dict(json.loads(payload))
-            report = run_work_unit(topology, config, log_, spec, factory)
+            report = run_work_unit(topology, config, log_, spec, factory, global_stores)
         except Exception as exc:  # reported, not raised: the driver decides about retries
             fatal = config.fatal_exceptions if loading is None else ()
             report = {"failure": failure_report(exc, fatal)}

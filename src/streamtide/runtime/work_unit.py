@@ -20,6 +20,7 @@ from streamtide.config import StreamsConfig
 from streamtide.log.api import Log
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState, offset_key
+from streamtide.runtime.global_stores import GlobalStores
 from streamtide.runtime.segment_collector import SegmentCollector
 from streamtide.runtime.standby import StandbyTask
 from streamtide.runtime.stream_task import StreamTask
@@ -53,6 +54,8 @@ class WorkUnitSpec:
     client: str
     active: list[ActiveSpec]
     standby: list[str] = field(default_factory=list)
+    #: end offset per partition of each global table's topic the batch reads up to
+    global_ends: dict[str, list[int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +64,7 @@ class WorkUnitSpec:
             "client": self.client,
             "active": [a.__dict__ for a in self.active],
             "standby": list(self.standby),
+            "global_ends": self.global_ends,
         }
 
     @classmethod
@@ -71,6 +75,7 @@ class WorkUnitSpec:
             str(data["client"]),
             [ActiveSpec(**a) for a in data["active"]],
             list(data.get("standby", [])),
+            {str(t): [int(e) for e in ends] for t, ends in data.get("global_ends", {}).items()},
         )
 
 
@@ -94,15 +99,33 @@ def run_work_unit(
     log_: Log,
     spec: WorkUnitSpec,
     stores_factory: TaskStoresFactory | None = None,
+    global_stores: GlobalStores | None = None,
 ) -> dict[str, Any]:
-    """Run ``spec`` and return the report the driver commits (plain JSON-able data)."""
+    """Run ``spec`` and return the report the driver commits (plain JSON-able data).
+
+    ``global_stores``: this worker's copy of the global tables, kept between work units (a
+    fresh copy is built when None); brought to ``spec.global_ends`` before any task runs."""
     started = time.perf_counter()
     state_dir = client_state_dir(config, spec.client)
     attempt = uuid.uuid4().hex[:12]
+    if topology.global_stores and spec.active:
+        if global_stores is None:
+            global_stores = new_global_stores(topology, config)
+        global_stores.update(log_, spec.global_ends)
     reports = []
     for active in spec.active:
         reports.append(
-            _run_active(topology, config, log_, spec, active, state_dir, attempt, stores_factory)
+            _run_active(
+                topology,
+                config,
+                log_,
+                spec,
+                active,
+                state_dir,
+                attempt,
+                stores_factory,
+                global_stores,
+            )
         )
     standbys = {}
     if stores_factory is not None:
@@ -129,6 +152,7 @@ def _run_active(
     state_dir: Path,
     attempt: str,
     stores_factory: TaskStoresFactory | None,
+    global_stores: GlobalStores | None,
 ) -> dict[str, Any]:
     started = time.perf_counter()
     collector = SegmentCollector(log_)
@@ -160,6 +184,7 @@ def _run_active(
         cache_enabled=config.cache_enabled,
         stores=stores,
         batch_processing=config.batch_processing,
+        global_stores=global_stores,
     )
     phases = _Phases()
     try:
@@ -201,6 +226,13 @@ def _run_active(
         "phases_ms": phases.spent,
         "duration_ms": round((time.perf_counter() - started) * 1000, 3),
     }
+
+
+def new_global_stores(topology: Topology, config: StreamsConfig) -> GlobalStores:
+    """An empty copy of the topology's global tables (filled by ``GlobalStores.update``)."""
+    return GlobalStores(
+        topology, config.application_id, config.default_key_serde, config.default_value_serde
+    )
 
 
 class _Phases:
