@@ -59,3 +59,12 @@ def join_case(
 
         yield pipe1, pipe2, check
         check()
+
+
+def pipe_keys(
+    pipe: Pipe, prefix: str, timestamp: int = 0, *, count: int = len(KEYS), step: int = 0
+) -> None:
+    """Pipe ``prefix<key>`` for the first ``count`` keys, at ``timestamp`` (plus ``step`` more
+    for each further key): the loops of Kafka's join tests."""
+    for i, key in enumerate(KEYS[:count]):
+        pipe(key, f"{prefix}{key}", timestamp + i * step)

@@ -4,27 +4,31 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from streamtide import JoinWindows
-from tests.dsl.stream_join_support import KEYS, join_case
+from tests.dsl.stream_join_support import join_case, pipe_keys
 
 
-def test_join():
-    with join_case("join", JoinWindows.of_time_difference_with_no_grace(100)) as (
-        pipe1,
-        pipe2,
-        check,
-    ):
-        for i in range(2):
-            pipe1(KEYS[i], f"A{KEYS[i]}")
+@pytest.mark.parametrize(
+    "kind, windows",
+    [
+        ("join", JoinWindows.of_time_difference_with_no_grace(100)),
+        ("outer_join", JoinWindows.of_time_difference_and_grace(100, timedelta(hours=24))),
+    ],
+    ids=["join", "outer_join"],
+)
+def test_join(kind, windows):
+    """Kafka's testJoin and testOuterJoin: with a day of grace, the outer join emits nothing
+    unjoined while the test runs, so both give the same results."""
+    with join_case(kind, windows) as (pipe1, pipe2, check):
+        pipe_keys(pipe1, "A", count=2)
         check()
-        for i in range(2):
-            pipe2(KEYS[i], f"a{KEYS[i]}")
+        pipe_keys(pipe2, "a", count=2)
         check((0, "A0+a0", 0), (1, "A1+a1", 0))
-        for key in KEYS:
-            pipe1(key, f"B{key}")
+        pipe_keys(pipe1, "B")
         check((0, "B0+a0", 0), (1, "B1+a1", 0))
-        for key in KEYS:
-            pipe2(key, f"b{key}")
+        pipe_keys(pipe2, "b")
         check(
             (0, "A0+b0", 0),
             (0, "B0+b0", 0),
@@ -33,8 +37,7 @@ def test_join():
             (2, "B2+b2", 0),
             (3, "B3+b3", 0),
         )
-        for key in KEYS:
-            pipe1(key, f"C{key}")
+        pipe_keys(pipe1, "C")
         check(
             (0, "C0+a0", 0),
             (0, "C0+b0", 0),
@@ -43,53 +46,7 @@ def test_join():
             (2, "C2+b2", 0),
             (3, "C3+b3", 0),
         )
-        for i in range(2):
-            pipe2(KEYS[i], f"c{KEYS[i]}")
-        check(
-            (0, "A0+c0", 0),
-            (0, "B0+c0", 0),
-            (0, "C0+c0", 0),
-            (1, "A1+c1", 0),
-            (1, "B1+c1", 0),
-            (1, "C1+c1", 0),
-        )
-
-
-def test_outer_join():
-    with join_case(
-        "outer_join", JoinWindows.of_time_difference_and_grace(100, timedelta(hours=24))
-    ) as (pipe1, pipe2, check):
-        for i in range(2):
-            pipe1(KEYS[i], f"A{KEYS[i]}")
-        check()
-        for i in range(2):
-            pipe2(KEYS[i], f"a{KEYS[i]}")
-        check((0, "A0+a0", 0), (1, "A1+a1", 0))
-        for key in KEYS:
-            pipe1(key, f"B{key}")
-        check((0, "B0+a0", 0), (1, "B1+a1", 0))
-        for key in KEYS:
-            pipe2(key, f"b{key}")
-        check(
-            (0, "A0+b0", 0),
-            (0, "B0+b0", 0),
-            (1, "A1+b1", 0),
-            (1, "B1+b1", 0),
-            (2, "B2+b2", 0),
-            (3, "B3+b3", 0),
-        )
-        for key in KEYS:
-            pipe1(key, f"C{key}")
-        check(
-            (0, "C0+a0", 0),
-            (0, "C0+b0", 0),
-            (1, "C1+a1", 0),
-            (1, "C1+b1", 0),
-            (2, "C2+b2", 0),
-            (3, "C3+b3", 0),
-        )
-        for i in range(2):
-            pipe2(KEYS[i], f"c{KEYS[i]}")
+        pipe_keys(pipe2, "c", count=2)
         check(
             (0, "A0+c0", 0),
             (0, "B0+c0", 0),
@@ -107,95 +64,72 @@ def test_windowing():
         check,
     ):
         time = 0
-        for i in range(2):
-            pipe1(KEYS[i], f"A{KEYS[i]}", time)
+        pipe_keys(pipe1, "A", time, count=2)
         check()
-        for i in range(2):
-            pipe2(KEYS[i], f"a{KEYS[i]}", time)
+        pipe_keys(pipe2, "a", time, count=2)
         check((0, "A0+a0", 0), (1, "A1+a1", 0))
         time = 1000
-        for i in range(len(KEYS)):
-            pipe1(KEYS[i], f"B{KEYS[i]}", time + i)
+        pipe_keys(pipe1, "B", time, step=1)
         check()
         time += 100
-        for key in KEYS:
-            pipe2(key, f"b{key}", time)
+        pipe_keys(pipe2, "b", time)
         check((0, "B0+b0", 1100), (1, "B1+b1", 1100), (2, "B2+b2", 1100), (3, "B3+b3", 1100))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"c{key}", time)
+        pipe_keys(pipe2, "c", time)
         check((1, "B1+c1", 1101), (2, "B2+c2", 1101), (3, "B3+c3", 1101))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"d{key}", time)
+        pipe_keys(pipe2, "d", time)
         check((2, "B2+d2", 1102), (3, "B3+d3", 1102))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"e{key}", time)
+        pipe_keys(pipe2, "e", time)
         check((3, "B3+e3", 1103))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"f{key}", time)
+        pipe_keys(pipe2, "f", time)
         check()
         time = 1000 - 100 - 1
-        for key in KEYS:
-            pipe2(key, f"g{key}", time)
+        pipe_keys(pipe2, "g", time)
         check()
         time += 1
-        for key in KEYS:
-            pipe2(key, f"h{key}", time)
+        pipe_keys(pipe2, "h", time)
         check((0, "B0+h0", 1000))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"i{key}", time)
+        pipe_keys(pipe2, "i", time)
         check((0, "B0+i0", 1000), (1, "B1+i1", 1001))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"j{key}", time)
+        pipe_keys(pipe2, "j", time)
         check((0, "B0+j0", 1000), (1, "B1+j1", 1001), (2, "B2+j2", 1002))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"k{key}", time)
+        pipe_keys(pipe2, "k", time)
         check((0, "B0+k0", 1000), (1, "B1+k1", 1001), (2, "B2+k2", 1002), (3, "B3+k3", 1003))
         time = 2000
-        for i in range(len(KEYS)):
-            pipe2(KEYS[i], f"l{KEYS[i]}", time + i)
+        pipe_keys(pipe2, "l", time, step=1)
         check()
         time = 2000 + 100
-        for key in KEYS:
-            pipe1(key, f"C{key}", time)
+        pipe_keys(pipe1, "C", time)
         check((0, "C0+l0", 2100), (1, "C1+l1", 2100), (2, "C2+l2", 2100), (3, "C3+l3", 2100))
         time += 1
-        for key in KEYS:
-            pipe1(key, f"D{key}", time)
+        pipe_keys(pipe1, "D", time)
         check((1, "D1+l1", 2101), (2, "D2+l2", 2101), (3, "D3+l3", 2101))
         time += 1
-        for key in KEYS:
-            pipe1(key, f"E{key}", time)
+        pipe_keys(pipe1, "E", time)
         check((2, "E2+l2", 2102), (3, "E3+l3", 2102))
         time += 1
-        for key in KEYS:
-            pipe1(key, f"F{key}", time)
+        pipe_keys(pipe1, "F", time)
         check((3, "F3+l3", 2103))
         time += 1
-        for key in KEYS:
-            pipe1(key, f"G{key}", time)
+        pipe_keys(pipe1, "G", time)
         check()
         time = 2000 - 100 - 1
-        for key in KEYS:
-            pipe1(key, f"H{key}", time)
+        pipe_keys(pipe1, "H", time)
         check()
         time += 1
-        for key in KEYS:
-            pipe1(key, f"I{key}", time)
+        pipe_keys(pipe1, "I", time)
         check((0, "I0+l0", 2000))
         time += 1
-        for key in KEYS:
-            pipe1(key, f"J{key}", time)
+        pipe_keys(pipe1, "J", time)
         check((0, "J0+l0", 2000), (1, "J1+l1", 2001))
         time += 1
-        for key in KEYS:
-            pipe1(key, f"K{key}", time)
+        pipe_keys(pipe1, "K", time)
         check((0, "K0+l0", 2000), (1, "K1+l1", 2001), (2, "K2+l2", 2002))
 
 
@@ -206,48 +140,37 @@ def test_asymmetric_windowing_after():
         check,
     ):
         time = 1000
-        for i in range(len(KEYS)):
-            pipe1(KEYS[i], f"A{KEYS[i]}", time + i)
+        pipe_keys(pipe1, "A", time, step=1)
         check()
         time = 1000 - 1
-        for key in KEYS:
-            pipe2(key, f"a{key}", time)
+        pipe_keys(pipe2, "a", time)
         check()
         time += 1
-        for key in KEYS:
-            pipe2(key, f"b{key}", time)
+        pipe_keys(pipe2, "b", time)
         check((0, "A0+b0", 1000))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"c{key}", time)
+        pipe_keys(pipe2, "c", time)
         check((0, "A0+c0", 1001), (1, "A1+c1", 1001))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"d{key}", time)
+        pipe_keys(pipe2, "d", time)
         check((0, "A0+d0", 1002), (1, "A1+d1", 1002), (2, "A2+d2", 1002))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"e{key}", time)
+        pipe_keys(pipe2, "e", time)
         check((0, "A0+e0", 1003), (1, "A1+e1", 1003), (2, "A2+e2", 1003), (3, "A3+e3", 1003))
         time = 1000 + 100
-        for key in KEYS:
-            pipe2(key, f"f{key}", time)
+        pipe_keys(pipe2, "f", time)
         check((0, "A0+f0", 1100), (1, "A1+f1", 1100), (2, "A2+f2", 1100), (3, "A3+f3", 1100))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"g{key}", time)
+        pipe_keys(pipe2, "g", time)
         check((1, "A1+g1", 1101), (2, "A2+g2", 1101), (3, "A3+g3", 1101))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"h{key}", time)
+        pipe_keys(pipe2, "h", time)
         check((2, "A2+h2", 1102), (3, "A3+h3", 1102))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"i{key}", time)
+        pipe_keys(pipe2, "i", time)
         check((3, "A3+i3", 1103))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"j{key}", time)
+        pipe_keys(pipe2, "j", time)
         check()
 
 
@@ -258,46 +181,35 @@ def test_asymmetric_windowing_before():
         check,
     ):
         time = 1000
-        for i in range(len(KEYS)):
-            pipe1(KEYS[i], f"A{KEYS[i]}", time + i)
+        pipe_keys(pipe1, "A", time, step=1)
         check()
         time = 1000 - 100 - 1
-        for key in KEYS:
-            pipe2(key, f"a{key}", time)
+        pipe_keys(pipe2, "a", time)
         check()
         time += 1
-        for key in KEYS:
-            pipe2(key, f"b{key}", time)
+        pipe_keys(pipe2, "b", time)
         check((0, "A0+b0", 1000))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"c{key}", time)
+        pipe_keys(pipe2, "c", time)
         check((0, "A0+c0", 1000), (1, "A1+c1", 1001))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"d{key}", time)
+        pipe_keys(pipe2, "d", time)
         check((0, "A0+d0", 1000), (1, "A1+d1", 1001), (2, "A2+d2", 1002))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"e{key}", time)
+        pipe_keys(pipe2, "e", time)
         check((0, "A0+e0", 1000), (1, "A1+e1", 1001), (2, "A2+e2", 1002), (3, "A3+e3", 1003))
         time = 1000
-        for key in KEYS:
-            pipe2(key, f"f{key}", time)
+        pipe_keys(pipe2, "f", time)
         check((0, "A0+f0", 1000), (1, "A1+f1", 1001), (2, "A2+f2", 1002), (3, "A3+f3", 1003))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"g{key}", time)
+        pipe_keys(pipe2, "g", time)
         check((1, "A1+g1", 1001), (2, "A2+g2", 1002), (3, "A3+g3", 1003))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"h{key}", time)
+        pipe_keys(pipe2, "h", time)
         check((2, "A2+h2", 1002), (3, "A3+h3", 1003))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"i{key}", time)
+        pipe_keys(pipe2, "i", time)
         check((3, "A3+i3", 1003))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"j{key}", time)
+        pipe_keys(pipe2, "j", time)
         check()

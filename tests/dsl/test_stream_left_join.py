@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from streamtide import JoinWindows
-from tests.dsl.stream_join_support import KEYS, join_case
+from tests.dsl.stream_join_support import KEYS, join_case, pipe_keys
 
 
 def test_left_join_duplicates():
@@ -31,17 +31,16 @@ def test_left_expired_non_joined_records_are_emitted_by_the_left_processor():
         pipe2,
         check,
     ):
-        window_start = 0
-        pipe1(0, "A0", window_start + 1)
-        pipe1(1, "A1", window_start + 2)
-        pipe1(0, "A0-0", window_start + 3)
+        pipe1(0, "A0", 1)
+        pipe1(1, "A1", 2)
+        pipe1(0, "A0-0", 3)
         check()
-        pipe2(1, "a1", window_start + 3)
-        check((1, "A1+a1", window_start + 3))
-        pipe1(2, "dummy", window_start + 401)
-        check((0, "A0+null", window_start + 1), (0, "A0-0+null", window_start + 3))
-        pipe2(2, "dummy", window_start + 401)
-        check((2, "dummy+dummy", window_start + 401))
+        pipe2(1, "a1", 3)
+        check((1, "A1+a1", 3))
+        pipe1(2, "dummy", 401)
+        check((0, "A0+null", 1), (0, "A0-0+null", 3))
+        pipe2(2, "dummy", 401)
+        check((2, "dummy+dummy", 401))
 
 
 def test_left_expired_non_joined_records_are_emitted_by_the_right_processor():
@@ -50,17 +49,16 @@ def test_left_expired_non_joined_records_are_emitted_by_the_right_processor():
         pipe2,
         check,
     ):
-        window_start = 0
-        pipe1(0, "A0", window_start + 1)
-        pipe1(1, "A1", window_start + 2)
-        pipe1(0, "A0-0", window_start + 3)
+        pipe1(0, "A0", 1)
+        pipe1(1, "A1", 2)
+        pipe1(0, "A0-0", 3)
         check()
-        pipe2(1, "a1", window_start + 3)
-        check((1, "A1+a1", window_start + 3))
-        pipe2(2, "dummy", window_start + 401)
-        check((0, "A0+null", window_start + 1), (0, "A0-0+null", window_start + 3))
-        pipe1(2, "dummy", window_start + 402)
-        check((2, "dummy+dummy", window_start + 402))
+        pipe2(1, "a1", 3)
+        check((1, "A1+a1", 3))
+        pipe2(2, "dummy", 401)
+        check((0, "A0+null", 1), (0, "A0-0+null", 3))
+        pipe1(2, "dummy", 402)
+        check((2, "dummy+dummy", 402))
 
 
 def test_right_non_joined_records_are_never_emitted_by_the_left_processor():
@@ -69,17 +67,16 @@ def test_right_non_joined_records_are_never_emitted_by_the_left_processor():
         pipe2,
         check,
     ):
-        window_start = 0
-        pipe2(0, "A0", window_start + 1)
-        pipe2(1, "A1", window_start + 2)
-        pipe2(0, "A0-0", window_start + 3)
+        pipe2(0, "A0", 1)
+        pipe2(1, "A1", 2)
+        pipe2(0, "A0-0", 3)
         check()
-        pipe1(1, "a1", window_start + 3)
-        check((1, "a1+A1", window_start + 3))
-        pipe1(2, "dummy", window_start + 401)
+        pipe1(1, "a1", 3)
+        check((1, "a1+A1", 3))
+        pipe1(2, "dummy", 401)
         check()
-        pipe2(2, "dummy", window_start + 402)
-        check((2, "dummy+dummy", window_start + 402))
+        pipe2(2, "dummy", 402)
+        check((2, "dummy+dummy", 402))
 
 
 def test_right_non_joined_records_are_never_emitted_by_the_right_processor():
@@ -88,17 +85,16 @@ def test_right_non_joined_records_are_never_emitted_by_the_right_processor():
         pipe2,
         check,
     ):
-        window_start = 0
-        pipe2(0, "A0", window_start + 1)
-        pipe2(1, "A1", window_start + 2)
-        pipe2(0, "A0-0", window_start + 3)
+        pipe2(0, "A0", 1)
+        pipe2(1, "A1", 2)
+        pipe2(0, "A0-0", 3)
         check()
-        pipe1(1, "a1", window_start + 3)
-        check((1, "a1+A1", window_start + 3))
-        pipe2(2, "dummy", window_start + 401)
+        pipe1(1, "a1", 3)
+        check((1, "a1+A1", 3))
+        pipe2(2, "dummy", 401)
         check()
-        pipe1(2, "dummy", window_start + 402)
-        check((2, "dummy+dummy", window_start + 402))
+        pipe1(2, "dummy", 402)
+        check((2, "dummy+dummy", 402))
 
 
 def test_left_joined_records_with_zero_after_are_emitted():
@@ -108,32 +104,25 @@ def test_left_joined_records_with_zero_after_are_emitted():
         check,
     ):
         time = 1000
-        for i in range(len(KEYS)):
-            pipe1(KEYS[i], f"A{KEYS[i]}", time + i)
+        pipe_keys(pipe1, "A", time, step=1)
         check((0, "A0+null", 1000), (1, "A1+null", 1001), (2, "A2+null", 1002))
         time = 1000 - 1
-        for key in KEYS:
-            pipe2(key, f"a{key}", time)
+        pipe_keys(pipe2, "a", time)
         check((0, "A0+a0", 1000), (1, "A1+a1", 1001), (2, "A2+a2", 1002), (3, "A3+a3", 1003))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"b{key}", time)
+        pipe_keys(pipe2, "b", time)
         check((0, "A0+b0", 1000), (1, "A1+b1", 1001), (2, "A2+b2", 1002), (3, "A3+b3", 1003))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"c{key}", time)
+        pipe_keys(pipe2, "c", time)
         check((1, "A1+c1", 1001), (2, "A2+c2", 1002), (3, "A3+c3", 1003))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"d{key}", time)
+        pipe_keys(pipe2, "d", time)
         check((2, "A2+d2", 1002), (3, "A3+d3", 1003))
         time += 1
-        for key in KEYS:
-            pipe2(key, f"e{key}", time)
+        pipe_keys(pipe2, "e", time)
         check((3, "A3+e3", 1003))
         time = 1000 + 100
-        for key in KEYS:
-            pipe2(key, f"f{key}", time)
+        pipe_keys(pipe2, "f", time)
         check()
 
 
@@ -157,12 +146,10 @@ def test_grace_period():
         check,
     ):
         time = 0
-        for i in range(2):
-            pipe1(KEYS[i], f"A{KEYS[i]}", time)
+        pipe_keys(pipe1, "A", time, count=2)
         check()
         time += 101
-        for key in KEYS:
-            pipe2(key, f"a{key}", time)
+        pipe_keys(pipe2, "a", time)
         check()
         time += 1100
         pipe2(0, "dummy", time)
@@ -176,11 +163,9 @@ def test_windowing():
         check,
     ):
         time = 0
-        for i in range(2):
-            pipe1(KEYS[i], f"A{KEYS[i]}", time)
+        pipe_keys(pipe1, "A", time, count=2)
         check()
-        for key in KEYS:
-            pipe2(key, f"a{key}", time)
+        pipe_keys(pipe2, "a", time)
         check((0, "A0+a0", 0), (1, "A1+a1", 0))
         upper_window_bound(pipe1, pipe2, check)
         lower_window_bound(pipe1, pipe2, check)
@@ -193,8 +178,7 @@ def test_should_not_emit_left_join_result_for_asymmetric_window():
         check,
     ):
         time = 0
-        for i in range(2):
-            pipe1(KEYS[i], f"A{KEYS[i]}", time + i)
+        pipe_keys(pipe1, "A", time, count=2, step=1)
         check()
         time += 100
         pipe2(KEYS[0], f"a{KEYS[0]}", time)
@@ -206,28 +190,22 @@ def test_should_not_emit_left_join_result_for_asymmetric_window():
 
 def upper_window_bound(pipe1, pipe2, check):
     time = 1000
-    for i in range(len(KEYS)):
-        pipe2(KEYS[i], f"b{KEYS[i]}", time + i)
+    pipe_keys(pipe2, "b", time, step=1)
     check()
     time = 1000 + 100
-    for key in KEYS:
-        pipe1(key, f"B{key}", time)
+    pipe_keys(pipe1, "B", time)
     check((0, "B0+b0", 1100), (1, "B1+b1", 1100), (2, "B2+b2", 1100), (3, "B3+b3", 1100))
     time += 1
-    for key in KEYS:
-        pipe1(key, f"C{key}", time)
+    pipe_keys(pipe1, "C", time)
     check((1, "C1+b1", 1101), (2, "C2+b2", 1101), (3, "C3+b3", 1101))
     time += 1
-    for key in KEYS:
-        pipe1(key, f"D{key}", time)
+    pipe_keys(pipe1, "D", time)
     check((2, "D2+b2", 1102), (3, "D3+b3", 1102))
     time += 1
-    for key in KEYS:
-        pipe1(key, f"E{key}", time)
+    pipe_keys(pipe1, "E", time)
     check((3, "E3+b3", 1103))
     time += 1
-    for key in KEYS:
-        pipe1(key, f"F{key}", time)
+    pipe_keys(pipe1, "F", time)
     check()
     time += 301
     pipe1(0, "dummy", time)
@@ -247,24 +225,19 @@ def upper_window_bound(pipe1, pipe2, check):
 
 def lower_window_bound(pipe1, pipe2, check):
     time = 1000 - 100 - 1
-    for key in KEYS:
-        pipe1(key, f"G{key}", time)
+    pipe_keys(pipe1, "G", time)
     check((0, "G0+null", 899), (1, "G1+null", 899), (2, "G2+null", 899), (3, "G3+null", 899))
     time += 1
-    for key in KEYS:
-        pipe1(key, f"H{key}", time)
+    pipe_keys(pipe1, "H", time)
     check((0, "H0+b0", 1000), (1, "H1+null", 900), (2, "H2+null", 900), (3, "H3+null", 900))
     time += 1
-    for key in KEYS:
-        pipe1(key, f"I{key}", time)
+    pipe_keys(pipe1, "I", time)
     check((0, "I0+b0", 1000), (1, "I1+b1", 1001), (2, "I2+null", 901), (3, "I3+null", 901))
     time += 1
-    for key in KEYS:
-        pipe1(key, f"J{key}", time)
+    pipe_keys(pipe1, "J", time)
     check((0, "J0+b0", 1000), (1, "J1+b1", 1001), (2, "J2+b2", 1002), (3, "J3+null", 902))
     time += 1
-    for key in KEYS:
-        pipe1(key, f"K{key}", time)
+    pipe_keys(pipe1, "K", time)
     check((0, "K0+b0", 1000), (1, "K1+b1", 1001), (2, "K2+b2", 1002), (3, "K3+b3", 1003))
     pipe1(0, "dummy", time + 300)
     check((0, "dummy+null", 1203))
@@ -276,20 +249,15 @@ def test_left_join_with_default_suppliers():
         pipe2,
         check,
     ):
-        for i in range(2):
-            pipe1(KEYS[i], f"A{KEYS[i]}")
+        pipe_keys(pipe1, "A", count=2)
         check()
-        for i in range(2):
-            pipe2(KEYS[i], f"a{KEYS[i]}")
+        pipe_keys(pipe2, "a", count=2)
         check((0, "A0+a0", 0), (1, "A1+a1", 0))
-        for i in range(3):
-            pipe1(KEYS[i], f"B{KEYS[i]}")
+        pipe_keys(pipe1, "B", count=3)
         check((0, "B0+a0", 0), (1, "B1+a1", 0))
-        for key in KEYS:
-            pipe2(key, f"b{key}")
+        pipe_keys(pipe2, "b")
         check((0, "A0+b0", 0), (0, "B0+b0", 0), (1, "A1+b1", 0), (1, "B1+b1", 0), (2, "B2+b2", 0))
-        for key in KEYS:
-            pipe1(key, f"C{key}")
+        pipe_keys(pipe1, "C")
         check(
             (0, "C0+a0", 0),
             (0, "C0+b0", 0),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from streamtide import JoinWindows, Serdes
-from tests.dsl.stream_join_support import KEYS, join_case
+from tests.dsl.stream_join_support import KEYS, join_case, pipe_keys
 
 
 def test_outer_join_duplicates():
@@ -30,68 +30,64 @@ def test_left_expired_non_joined_records_are_emitted_by_the_left_processor():
     with join_case(
         "outer_join", JoinWindows.of_time_difference_with_no_grace(100), Serdes.long()
     ) as (pipe1, pipe2, check):
-        window_start = 0
-        pipe1(0, "A0", window_start + 1)
-        pipe1(1, "A1", window_start + 2)
-        pipe1(0, "A0-0", window_start + 3)
+        pipe1(0, "A0", 1)
+        pipe1(1, "A1", 2)
+        pipe1(0, "A0-0", 3)
         check()
-        pipe2(1, 11, window_start + 3)
-        check((1, "A1+11", window_start + 3))
-        pipe1(2, "dummy", window_start + 401)
-        check((0, "A0+null", window_start + 1), (0, "A0-0+null", window_start + 3))
-        pipe2(2, 100, window_start + 401)
-        check((2, "dummy+100", window_start + 401))
+        pipe2(1, 11, 3)
+        check((1, "A1+11", 3))
+        pipe1(2, "dummy", 401)
+        check((0, "A0+null", 1), (0, "A0-0+null", 3))
+        pipe2(2, 100, 401)
+        check((2, "dummy+100", 401))
 
 
 def test_left_expired_non_joined_records_are_emitted_by_the_right_processor():
     with join_case(
         "outer_join", JoinWindows.of_time_difference_and_grace(100, 0), Serdes.long()
     ) as (pipe1, pipe2, check):
-        window_start = 0
-        pipe1(0, "A0", window_start + 1)
-        pipe1(1, "A1", window_start + 2)
-        pipe1(0, "A0-0", window_start + 3)
+        pipe1(0, "A0", 1)
+        pipe1(1, "A1", 2)
+        pipe1(0, "A0-0", 3)
         check()
-        pipe2(1, 11, window_start + 3)
-        check((1, "A1+11", window_start + 3))
-        pipe2(2, 100, window_start + 401)
-        check((0, "A0+null", window_start + 1), (0, "A0-0+null", window_start + 3))
-        pipe1(2, "dummy", window_start + 402)
-        check((2, "dummy+100", window_start + 402))
+        pipe2(1, 11, 3)
+        check((1, "A1+11", 3))
+        pipe2(2, 100, 401)
+        check((0, "A0+null", 1), (0, "A0-0+null", 3))
+        pipe1(2, "dummy", 402)
+        check((2, "dummy+100", 402))
 
 
 def test_right_expired_non_joined_records_are_emitted_by_the_left_processor():
     with join_case(
         "outer_join", JoinWindows.of_time_difference_with_no_grace(100), Serdes.long()
     ) as (pipe1, pipe2, check):
-        window_start = 0
-        pipe2(0, 10, window_start + 1)
-        pipe2(1, 11, window_start + 2)
-        pipe2(0, 12, window_start + 3)
+        pipe2(0, 10, 1)
+        pipe2(1, 11, 2)
+        pipe2(0, 12, 3)
         check()
-        pipe1(1, "A1", window_start + 3)
-        check((1, "A1+11", window_start + 3))
-        pipe1(2, "dummy", window_start + 401)
-        check((0, "null+10", window_start + 1), (0, "null+12", window_start + 3))
-        pipe2(2, 100, window_start + 402)
-        check((2, "dummy+100", window_start + 402))
+        pipe1(1, "A1", 3)
+        check((1, "A1+11", 3))
+        pipe1(2, "dummy", 401)
+        check((0, "null+10", 1), (0, "null+12", 3))
+        pipe2(2, 100, 402)
+        check((2, "dummy+100", 402))
 
 
 def test_right_expired_non_joined_records_are_emitted_by_the_right_processor():
     with join_case(
         "outer_join", JoinWindows.of_time_difference_and_grace(100, 0), Serdes.long()
     ) as (pipe1, pipe2, check):
-        window_start = 0
-        pipe2(0, 10, window_start + 1)
-        pipe2(1, 11, window_start + 2)
-        pipe2(0, 12, window_start + 3)
+        pipe2(0, 10, 1)
+        pipe2(1, 11, 2)
+        pipe2(0, 12, 3)
         check()
-        pipe1(1, "A1", window_start + 3)
-        check((1, "A1+11", window_start + 3))
-        pipe2(2, 100, window_start + 401)
-        check((0, "null+10", window_start + 1), (0, "null+12", window_start + 3))
-        pipe1(2, "dummy", window_start + 402)
-        check((2, "dummy+100", window_start + 402))
+        pipe1(1, "A1", 3)
+        check((1, "A1+11", 3))
+        pipe2(2, 100, 401)
+        check((0, "null+10", 1), (0, "null+12", 3))
+        pipe1(2, "dummy", 402)
+        check((2, "dummy+100", 402))
 
 
 def test_ordering():
@@ -142,8 +138,7 @@ def test_windowing():
         "outer_join", JoinWindows.of_time_difference_with_no_grace(100), Serdes.long()
     ) as (pipe1, pipe2, check):
         time = 0
-        for i in range(2):
-            pipe1(KEYS[i], f"A{KEYS[i]}", time)
+        pipe_keys(pipe1, "A", time, count=2)
         check()
         for key in KEYS:
             pipe2(key, key + 10, time)
@@ -157,8 +152,7 @@ def test_should_not_emit_left_join_result_for_asymmetric_before_window():
         "outer_join", JoinWindows.of_time_difference_with_no_grace(100).before(0), Serdes.long()
     ) as (pipe1, pipe2, check):
         time = 0
-        for i in range(2):
-            pipe1(KEYS[i], f"A{KEYS[i]}", time + i)
+        pipe_keys(pipe1, "A", time, count=2, step=1)
         check()
         time += 100
         pipe2(KEYS[0], KEYS[0] + 10, time)
@@ -178,8 +172,7 @@ def test_should_not_emit_left_join_result_for_asymmetric_after_window():
         "outer_join", JoinWindows.of_time_difference_with_no_grace(100).after(0), Serdes.long()
     ) as (pipe1, pipe2, check):
         time = 0
-        for i in range(2):
-            pipe1(KEYS[i], f"A{KEYS[i]}", time + i)
+        pipe_keys(pipe1, "A", time, count=2, step=1)
         check((0, "A0+null", 0))
         time += 1
         pipe2(KEYS[1], KEYS[1] + 10, time)
@@ -200,24 +193,19 @@ def upper_window_bound(pipe1, pipe2, check):
         pipe2(KEYS[i], KEYS[i] + 20, time + i)
     check((2, "null+12", 0), (3, "null+13", 0))
     time = 1000 + 100
-    for key in KEYS:
-        pipe1(key, f"B{key}", time)
+    pipe_keys(pipe1, "B", time)
     check((0, "B0+20", 1100), (1, "B1+21", 1100), (2, "B2+22", 1100), (3, "B3+23", 1100))
     time += 1
-    for key in KEYS:
-        pipe1(key, f"C{key}", time)
+    pipe_keys(pipe1, "C", time)
     check((1, "C1+21", 1101), (2, "C2+22", 1101), (3, "C3+23", 1101))
     time += 1
-    for key in KEYS:
-        pipe1(key, f"D{key}", time)
+    pipe_keys(pipe1, "D", time)
     check((2, "D2+22", 1102), (3, "D3+23", 1102))
     time += 1
-    for key in KEYS:
-        pipe1(key, f"E{key}", time)
+    pipe_keys(pipe1, "E", time)
     check((3, "E3+23", 1103))
     time += 1
-    for key in KEYS:
-        pipe1(key, f"F{key}", time)
+    pipe_keys(pipe1, "F", time)
     check()
     time += 301
     pipe1(0, "dummy", time)
@@ -237,24 +225,19 @@ def upper_window_bound(pipe1, pipe2, check):
 
 def lower_window_bound(pipe1, pipe2, check):
     time = 1000 - 100 - 1
-    for key in KEYS:
-        pipe1(key, f"G{key}", time)
+    pipe_keys(pipe1, "G", time)
     check((0, "G0+null", 899), (1, "G1+null", 899), (2, "G2+null", 899), (3, "G3+null", 899))
     time += 1
-    for key in KEYS:
-        pipe1(key, f"H{key}", time)
+    pipe_keys(pipe1, "H", time)
     check((0, "H0+20", 1000), (1, "H1+null", 900), (2, "H2+null", 900), (3, "H3+null", 900))
     time += 1
-    for key in KEYS:
-        pipe1(key, f"I{key}", time)
+    pipe_keys(pipe1, "I", time)
     check((0, "I0+20", 1000), (1, "I1+21", 1001), (2, "I2+null", 901), (3, "I3+null", 901))
     time += 1
-    for key in KEYS:
-        pipe1(key, f"J{key}", time)
+    pipe_keys(pipe1, "J", time)
     check((0, "J0+20", 1000), (1, "J1+21", 1001), (2, "J2+22", 1002), (3, "J3+null", 902))
     time += 1
-    for key in KEYS:
-        pipe1(key, f"K{key}", time)
+    pipe_keys(pipe1, "K", time)
     check((0, "K0+20", 1000), (1, "K1+21", 1001), (2, "K2+22", 1002), (3, "K3+23", 1003))
     pipe1(0, "dummy", time + 200)
     check((0, "dummy+null", 1103))
@@ -264,20 +247,17 @@ def test_outer_join_with_default_suppliers():
     with join_case(
         "outer_join", JoinWindows.of_time_difference_with_no_grace(100), Serdes.long()
     ) as (pipe1, pipe2, check):
-        for i in range(2):
-            pipe1(KEYS[i], f"A{KEYS[i]}")
+        pipe_keys(pipe1, "A", count=2)
         check()
         for i in range(2):
             pipe2(KEYS[i], KEYS[i] + 10)
         check((0, "A0+10", 0), (1, "A1+11", 0))
-        for i in range(3):
-            pipe1(KEYS[i], f"B{KEYS[i]}")
+        pipe_keys(pipe1, "B", count=3)
         check((0, "B0+10", 0), (1, "B1+11", 0))
         for key in KEYS:
             pipe2(key, key + 20)
         check((0, "A0+20", 0), (0, "B0+20", 0), (1, "A1+21", 0), (1, "B1+21", 0), (2, "B2+22", 0))
-        for key in KEYS:
-            pipe1(key, f"C{key}")
+        pipe_keys(pipe1, "C")
         check(
             (0, "C0+10", 0),
             (0, "C0+20", 0),

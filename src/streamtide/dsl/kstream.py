@@ -338,16 +338,7 @@ class KStream:
 
         if isinstance(other, GlobalKTable):
             return join_global_table(self, other, joiner, windows, left=False)
-        return join_streams(
-            self,
-            other,
-            joiner,
-            windows,
-            stream_joined,
-            left_outer=False,
-            right_outer=False,
-            operation="join",
-        )
+        return join_streams("join", self, other, joiner, windows, stream_joined)
 
     def left_join(
         self,
@@ -364,16 +355,7 @@ class KStream:
 
         if isinstance(other, GlobalKTable):
             return join_global_table(self, other, joiner, windows, left=True)
-        return join_streams(
-            self,
-            other,
-            joiner,
-            windows,
-            stream_joined,
-            left_outer=True,
-            right_outer=False,
-            operation="left_join",
-        )
+        return join_streams("left_join", self, other, joiner, windows, stream_joined)
 
     def outer_join(
         self,
@@ -387,13 +369,4 @@ class KStream:
         window closes."""
         from streamtide.dsl.stream_joins import join_streams
 
-        return join_streams(
-            self,
-            other,
-            joiner,
-            windows,
-            stream_joined,
-            left_outer=True,
-            right_outer=True,
-            operation="outer_join",
-        )
+        return join_streams("outer_join", self, other, joiner, windows, stream_joined)

@@ -160,20 +160,18 @@ def source_topics_of(stream: KStream) -> set[str]:
     return topics
 
 
+#: Which sides emit records without partner, per operation.
+OUTER_SIDES = {"join": (False, False), "left_join": (True, False), "outer_join": (True, True)}
+
+
 def join_streams(
-    left: KStream,
-    right: Any,
-    joiner: Any,
-    windows: Any,
-    stream_joined: Any,
-    *,
-    left_outer: bool,
-    right_outer: bool,
-    operation: str,
+    operation: str, left: KStream, right: Any, joiner: Any, windows: Any, stream_joined: Any
 ) -> KStream:
-    """Add a windowed join of ``left`` and ``right`` to the topology; the joined stream."""
+    """Add a windowed ``operation`` (a key of ``OUTER_SIDES``) of ``left`` and ``right`` to
+    the topology; the joined stream."""
     from streamtide.dsl.kstream import KStream
 
+    left_outer, right_outer = OUTER_SIDES[operation]
     if not isinstance(right, KStream) or right.builder is not left.builder:
         raise TopologyError(f"{operation}() needs a KStream of the same StreamsBuilder")
     ensure_callable(joiner, f"{operation} joiner")
