@@ -93,6 +93,9 @@ def left() -> Iterator[GlobalJoin]:
 def test_should_not_require_copartitioning(case):
     assert case.topology.copartition_groups == []
     assert case.topology.source_topics() == ["streamTopic"]
+    assert len(case.topology.subtopologies()) == 1
+    described = str(case.topology.describe())
+    assert "Global store: globalTopic-STATE-STORE-0000000001 (topic: globalTopic" in described
 
 
 def test_should_not_join_with_empty_global_table_on_stream_updates(inner, left):
