@@ -42,12 +42,14 @@ from streamtide.state.join_stores import (
     JoinWindowStoreBuilder,
     OuterJoinStore,
     OuterJoinStoreBuilder,
-    WaitingRecord,
 )
 from streamtide.state.stores import KeyValueBytesStoreSupplier
 
 if TYPE_CHECKING:
     from streamtide.dsl.kstream import KStream
+
+#: A close time later than any: no record is waiting.
+NEVER = 1 << 62
 
 #: ``joiner(left_value, right_value) -> joined value`` (None stands for a missing partner).
 ValueJoiner = Callable[[Any, Any], Any]
@@ -115,32 +117,44 @@ class StreamStreamJoinProcessor(Processor):
                 self.context.forward(record.with_value(self._join(value, None)))
             else:
                 self.waiting.append(timestamp, self.is_left, key, value)
+                if self.waiting.next_close is not None:
+                    close = self._close_time(timestamp, self.is_left)
+                    self.waiting.next_close = min(self.waiting.next_close, close)
         self.own.append(key, timestamp, value)
 
-    def _closed(self, entry: WaitingRecord, stream_time: int) -> bool:
-        look_ahead = self.windows.after_ms if entry.is_left else self.windows.before_ms
-        return entry.timestamp + look_ahead + self.windows.grace_ms < stream_time
+    def _close_time(self, timestamp: int, is_left: bool) -> int:
+        """A waiting record's window has closed once stream time is past this."""
+        look_ahead = self.windows.after_ms if is_left else self.windows.before_ms
+        return timestamp + look_ahead + self.windows.grace_ms
 
     def _emit_closed(self, record: Record, stream_time: int) -> None:
         """Emit and forget the waiting records whose window has closed, oldest first; the scan
-        stops once both sides have reached a record whose window is still open."""
-        assert self.waiting is not None
+        stops once both sides have reached a record whose window is still open.
+
+        The store remembers (in memory, shared by both sides) the earliest time at which a
+        record still waiting can close, so that most records need no scan at all."""
+        waiting = self.waiting
+        assert waiting is not None
+        if waiting.next_close is not None and stream_time <= waiting.next_close:
+            return
         closed = []
-        open_sides: set[bool] = set()
-        for entry in self.waiting.scan():
-            if len(open_sides) == 2:
+        open_until: dict[bool, int] = {}  # per side: close time of its oldest open record
+        for entry in waiting.scan():
+            if len(open_until) == 2:
                 break
-            if entry.is_left in open_sides:
+            if entry.is_left in open_until:
                 continue
-            if not self._closed(entry, stream_time):
-                open_sides.add(entry.is_left)
+            close = self._close_time(entry.timestamp, entry.is_left)
+            if close >= stream_time:
+                open_until[entry.is_left] = close
                 continue
             closed.append(entry)
+        waiting.next_close = min(open_until.values(), default=NEVER)
         for entry in closed:
             for value in entry.values:
                 joined = self.joiner(value, None) if entry.is_left else self.joiner(None, value)
                 self.context.forward(Record(entry.key, joined, entry.timestamp, record.headers))
-            self.waiting.remove_entry(entry)
+            waiting.remove_entry(entry)
 
 
 def source_topics_of(stream: KStream) -> set[str]:

@@ -151,6 +151,8 @@ class OuterJoinStore(SerdeLayoutStore):
     ) -> None:
         super().__init__(inner, key_serde, value_serde)
         self.other_value_serde = other_value_serde
+        #: the join's in-memory bound: no waiting record closes before this (None: unknown)
+        self.next_close: int | None = None
 
     def init(self, context: StateStoreContext) -> None:
         self.other_value_serde = self.other_value_serde or context.default_value_serde
