@@ -14,6 +14,7 @@ from typing import Any
 
 from streamtide import (
     Consumed,
+    JoinWindows,
     Materialized,
     Processor,
     Produced,
@@ -61,13 +62,18 @@ def make_events(count: int, seed: int = 1, users: int = 6) -> list[tuple[str, di
     return events
 
 
-def write_events(log_url: str, events: list[tuple[str, dict, int]], topic: str = "events") -> None:
+def write_events(
+    log_url: str,
+    events: list[tuple[str, dict, int]],
+    topic: str = "events",
+    partitions: int = PARTITIONS,
+) -> None:
     log = open_log(log_url)
-    log.create_topic(topic, PARTITIONS, exist_ok=True)
-    per_partition: dict[int, list[LogRecord]] = {p: [] for p in range(PARTITIONS)}
+    log.create_topic(topic, partitions, exist_ok=True)
+    per_partition: dict[int, list[LogRecord]] = {p: [] for p in range(partitions)}
     for user, value, ts in events:
         key = STRING.serialize(user)
-        per_partition[partition_for_key(key, PARTITIONS)].append(
+        per_partition[partition_for_key(key, partitions)].append(
             LogRecord(key, JSON.serialize(value), ts)
         )
     for partition, records in per_partition.items():
@@ -127,25 +133,42 @@ def punctuation_topology() -> Topology:
     return builder.build()
 
 
+def stream_join_topology() -> Topology:
+    """An outer join of a topic's even events with its odd ones within 20 s (grace 5 s): the
+    input's disorder and resends give joins, late records and closed windows."""
+    builder = StreamsBuilder()
+    events = builder.stream("events", Consumed.with_(STRING, JSON))
+    evens = events.filter(lambda k, v: v["n"] % 2 == 0)
+    odds = events.filter(lambda k, v: v["n"] % 2 == 1)
+    windows = JoinWindows.of_time_difference_and_grace(timedelta(seconds=20), timedelta(seconds=5))
+    evens.outer_join(odds, lambda even, odd: [even and even["id"], odd and odd["id"]], windows).to(
+        "out", Produced.with_(STRING, JSON, by_user_key)
+    )
+    return builder.build()
+
+
 SCENARIOS: dict[str, tuple[Callable[[], Topology], Any, Any]] = {
     "dedup": (dedup_topology, STRING, JSON),
     "session": (session_topology, Serdes.windowed(STRING), INT),
     "punctuation": (punctuation_topology, STRING, INT),
+    "stream_join": (stream_join_topology, STRING, JSON),
 }
 
 
-def expected_outputs(name: str, events: list[tuple[str, dict, int]]) -> dict[int, list[tuple]]:
+def expected_outputs(
+    name: str, events: list[tuple[str, dict, int]], partitions: int = PARTITIONS
+) -> dict[int, list[tuple]]:
     """The driver's output per input partition, as (key, value, timestamp) tuples."""
     topology_fn, key_serde, value_serde = SCENARIOS[name]
     expected = {}
-    for partition in range(PARTITIONS):
+    for partition in range(partitions):
         config = StreamsConfig(
             application_id="expected", default_key_serde=STRING, default_value_serde=JSON
         )
         with TopologyTestDriver(topology_fn(), config) as driver:
             inp = driver.create_input_topic("events", STRING, JSON)
             for user, value, ts in events:
-                if partition_for_key(STRING.serialize(user), PARTITIONS) == partition:
+                if partition_for_key(STRING.serialize(user), partitions) == partition:
                     inp.pipe_input(user, value, timestamp=ts)
             out = driver.create_output_topic("out", key_serde, value_serde)
             expected[partition] = [(r.key, r.value, r.timestamp) for r in out.read_records()]
@@ -154,14 +177,21 @@ def expected_outputs(name: str, events: list[tuple[str, dict, int]]) -> dict[int
 
 def engine_outputs(log_url: str, name: str) -> dict[int, list[tuple]]:
     _, key_serde, value_serde = SCENARIOS[name]
+    return read_outputs(log_url, key_serde, value_serde)
+
+
+def read_outputs(
+    log_url: str, key_serde: Any, value_serde: Any, topic: str = "out"
+) -> dict[int, list[tuple]]:
+    """Every partition of ``topic`` as (key, value, timestamp) tuples."""
     log = open_log(log_url)
     try:
         return {
             p: [
                 (key_serde.deserialize(r.key), value_serde.deserialize(r.value), r.timestamp)
-                for r in log.read("out", p)
+                for r in log.read(topic, p)
             ]
-            for p in range(log.partitions("out"))
+            for p in range(log.partitions(topic))
         }
     finally:
         log.close()

@@ -30,3 +30,27 @@ def test_engine_output_equals_driver_output(spark, log_url, tmp_path, name) -> N
     assert sum(len(v) for v in expected.values()) > 0
     assert engine_outputs(log_url, name) == expected
     app.stop()
+
+
+def test_stream_join_on_four_partitions_with_a_driver_restart(spark, log_url, tmp_path) -> None:
+    """A windowed outer join: half the input, a new driver (same application), the rest."""
+    events = make_events(320, seed=15, users=22)
+    config = engine_config(
+        log_url,
+        str(tmp_path / "state"),
+        app="stream-join",
+        max_records_per_batch=10,
+        adaptive_batch_size=False,
+    )
+    write_events(log_url, events[:160], partitions=4)
+    first = StreamsApp(SCENARIOS["stream_join"][0](), config, spark=spark)
+    assert len(first.run_until_caught_up(timeout=300)) >= 3
+    first.stop()
+    write_events(log_url, events[160:], partitions=4)
+    again = StreamsApp(SCENARIOS["stream_join"][0](), config, spark=spark)
+    progress = again.run_until_caught_up(timeout=300)
+    assert progress[0].batch > 0 and len(progress) >= 3
+    again.stop()
+    expected = expected_outputs("stream_join", events, partitions=4)
+    assert all(expected[p] for p in range(4))
+    assert engine_outputs(log_url, "stream_join") == expected

@@ -4,6 +4,8 @@ from streamtide.dsl import dedup_batch, session_batch  # noqa: F401  (register b
 from streamtide.dsl.branched import BranchedKStream
 from streamtide.dsl.builder import StreamsBuilder
 from streamtide.dsl.deduplicate import Deduplicated
+from streamtide.dsl.global_table import GlobalKTable
+from streamtide.dsl.join_windows import JoinWindows, StreamJoined
 from streamtide.dsl.kgrouped import KGroupedStream
 from streamtide.dsl.kgrouped_table import KGroupedTable
 from streamtide.dsl.kstream import KStream
@@ -25,7 +27,9 @@ __all__ = [
     "BranchedKStream",
     "Consumed",
     "Deduplicated",
+    "GlobalKTable",
     "Grouped",
+    "JoinWindows",
     "Joined",
     "KGroupedStream",
     "KGroupedTable",
@@ -39,6 +43,7 @@ __all__ = [
     "SessionMerger",
     "SessionWindowedKStream",
     "SessionWindows",
+    "StreamJoined",
     "StreamsBuilder",
     "TimeWindowedKStream",
     "TimeWindows",

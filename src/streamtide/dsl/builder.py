@@ -10,6 +10,7 @@ from streamtide.processor.api import StoreBuilder
 from streamtide.processor.topology import Topology
 
 if TYPE_CHECKING:
+    from streamtide.dsl.global_table import GlobalKTable
     from streamtide.dsl.kstream import KStream
     from streamtide.dsl.ktable import KTable
 
@@ -56,6 +57,15 @@ class StreamsBuilder:
         from streamtide.dsl.table_source import table
 
         return table(self, topic, consumed, materialized)
+
+    def global_table(
+        self, topic: str, consumed: Consumed | None = None, materialized: Materialized | None = None
+    ) -> GlobalKTable:
+        """A table of all of ``topic`` (every partition) in every task; join streams with it
+        by any key (``KStream.join(global_table, key_selector, joiner)``)."""
+        from streamtide.dsl.global_table import global_table
+
+        return global_table(self, topic, consumed, materialized)
 
     def add_state_store(self, builder: StoreBuilder) -> StreamsBuilder:
         """Register a store that processors added with ``KStream.process`` can use."""

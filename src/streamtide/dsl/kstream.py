@@ -296,27 +296,6 @@ class KStream:
             True,
         )
 
-    # ---- joins (dispatched on the type of what is joined) ------------------------------------
-
-    def join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
-        """Join with a ``KTable``: ``join(table, joiner, joined=None)``, where
-        ``joiner(value, table_value)`` (``dsl/table_joins.py``)."""
-        return self._join(other, args, kwargs, left=False)
-
-    def left_join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
-        """Left join with a ``KTable``: like ``join``, and records the table does not
-        have (or with a None key) are joined with None."""
-        return self._join(other, args, kwargs, left=True)
-
-    def _join(self, other: Any, args: tuple, kwargs: dict[str, Any], *, left: bool) -> KStream:
-        from streamtide.dsl.ktable import KTable
-
-        if isinstance(other, KTable):
-            from streamtide.dsl.table_joins import stream_table_join
-
-            return stream_table_join(self, other, *args, **kwargs, left=left)
-        raise TypeError(f"a KStream cannot be joined with {type(other).__name__} {other!r}")
-
     # ---- deduplication (KIP-655; see dsl/deduplicate.py) ---------------------------------
 
     def deduplicate_by_key(self, interval: Any, deduplicated: Any = None) -> KStream:
@@ -342,3 +321,52 @@ class KStream:
         from streamtide.dsl.deduplicate import deduplicate
 
         return deduplicate(self, id_selector, interval, deduplicated)
+
+    # ---- joins (dispatched on the type of what is joined) --------------------------------
+
+    def join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
+        """Inner join with
+        - a ``KTable``: ``join(table, joiner, joined=None)``, ``joiner(value, table_value)``
+          (``dsl/table_joins.py``);
+        - a ``GlobalKTable``: ``join(global_table, key_selector, joiner)``
+          (``dsl/global_table.py``);
+        - another ``KStream`` within ``windows``:
+          ``join(other, joiner, windows, stream_joined=None)`` (``dsl/stream_joins.py``)."""
+        return self._join("join", other, args, kwargs)
+
+    def left_join(self, other: Any, *args: Any, **kwargs: Any) -> KStream:
+        """Left join: like ``join``; a record without partner is joined with None (for a
+        stream-stream join once its window closes; with a table at once, also for a None
+        key)."""
+        return self._join("left_join", other, args, kwargs)
+
+    def _join(self, kind: str, other: Any, args: tuple, kwargs: dict[str, Any]) -> KStream:
+        from streamtide.dsl.global_table import GlobalKTable, join_global_table
+        from streamtide.dsl.ktable import KTable
+
+        left = kind == "left_join"
+        if isinstance(other, KTable):
+            from streamtide.dsl.table_joins import stream_table_join
+
+            return stream_table_join(self, other, *args, **kwargs, left=left)
+        if isinstance(other, GlobalKTable):
+            return join_global_table(self, other, *args, **kwargs, left=left)
+        if isinstance(other, KStream):
+            from streamtide.dsl.stream_joins import join_streams
+
+            return join_streams(kind, self, other, *args, **kwargs)
+        raise TypeError(f"a KStream cannot be joined with {type(other).__name__} {other!r}")
+
+    def outer_join(
+        self,
+        other: KStream,
+        joiner: Callable[[Any, Any], Any],
+        windows: Any,
+        stream_joined: Any = None,
+    ) -> KStream:
+        """Outer join with another stream within ``windows``: records of either side without
+        partner are emitted (``joiner(value, None)`` / ``joiner(None, value)``) once their
+        window closes."""
+        from streamtide.dsl.stream_joins import join_streams
+
+        return join_streams("outer_join", self, other, joiner, windows, stream_joined)

@@ -107,7 +107,10 @@ def stream_table_join(
     topology.add_processor(name, lambda: StreamTableJoinProcessor(view, joiner, left), stream.node)
     topology.connect_processor_and_state_stores(name, *view.store_names)
     topology.add_copartition_group(
-        *upstream_source_topics(topology, stream.node),
-        *upstream_source_topics(topology, table.node),
+        {
+            *upstream_source_topics(topology, stream.node),
+            *upstream_source_topics(topology, table.node),
+        },
+        f"stream-table join {name!r}",
     )
     return KStream(builder, name, stream.key_serde, None)

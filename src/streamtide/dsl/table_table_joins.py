@@ -217,7 +217,11 @@ def table_table_join(
         topology.add_state_store(store, merge_name)
         value_serde = store.value_serde
     topology.add_copartition_group(
-        *upstream_source_topics(topology, left.node), *upstream_source_topics(topology, right.node)
+        {
+            *upstream_source_topics(topology, left.node),
+            *upstream_source_topics(topology, right.node),
+        },
+        f"table-table join {merge_name!r}",
     )
     return KTable(
         builder, merge_name, origin.store_name, left.key_serde, value_serde, origin=origin

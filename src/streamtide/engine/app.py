@@ -15,6 +15,7 @@ from streamtide.engine.batch_size import BatchSizeController
 from streamtide.engine.committer import BatchCommitter
 from streamtide.engine.continuous import ContinuousWorkers, SlotKey, WorkerLostError
 from streamtide.engine.failures import RemoteTraceback, rebuild, signature
+from streamtide.engine.global_offsets import global_ends
 from streamtide.engine.interop import (
     ExecutorInfo,
     build_session,
@@ -86,6 +87,7 @@ class StreamsApp:
         self.app_dir = AppDirectory(app_dir_for(self.config), self.config.application_id)
         self.committer = BatchCommitter(self.app_dir, self.log, self.config.application_id)
         self._topic_ids: dict[str, str] = {}
+        self._global_ends: dict[str, list[int]] = {}  # this batch's (engine.global_offsets)
         self.stages: list[Stage] = []
         self.history: deque[BatchProgress] = deque(maxlen=100)
         #: The batch being run, if any (read by progress displays from other threads).
@@ -336,6 +338,9 @@ class StreamsApp:
         executors = list_executors(self.sc)
         assignment = self._assign(executors)
         self._executors = executors
+        self._global_ends = global_ends(
+            self.app_dir, self.log, self.topology, self.config.application_id, batch
+        )
         if self.running is not None:
             self.running.restore_planned = self._restore_bound(assignment)
         ran: dict[int, list[tuple[str, dict[str, Any]]]] | None = None
@@ -661,7 +666,8 @@ class StreamsApp:
                             for t in actives
                         ],
                         standbys,
-                        {t: self._committed_offsets(t) for t in standbys},
+                        standby_offsets={t: self._committed_offsets(t) for t in standbys},
+                        global_ends=self._global_ends,
                     )
                     units.append((subtopology, spec.to_dict(), executor, slot))
             try:

@@ -34,6 +34,7 @@ from streamtide.engine import protocol
 from streamtide.engine.protocol import (
     CommitRecord,
     EpochRecord,
+    GlobalOffsetsRecord,
     OffsetsRecord,
     PrepareRecord,
     SealRecord,
@@ -127,6 +128,14 @@ class AppDirectory:
         path = self._batch_dir(batch) / f"offsets-{stage}.json"
         return self._read(path, "offsets", batch=batch, stage=stage)
 
+    def create_global_offsets(self, record: GlobalOffsetsRecord) -> GlobalOffsetsRecord:
+        path = self._batch_dir(record.batch) / "global-offsets.json"
+        return self._create(path, record, batch=record.batch)
+
+    def read_global_offsets(self, batch: int) -> GlobalOffsetsRecord | None:
+        path = self._batch_dir(batch) / "global-offsets.json"
+        return self._read(path, "global_offsets", batch=batch)
+
     def create_prepare(self, record: PrepareRecord) -> PrepareRecord:
         path = self._batch_dir(record.batch) / f"prepare-{record.stage}.json"
         return self._create(path, record, batch=record.batch, stage=record.stage)
@@ -213,6 +222,7 @@ class AppDirectory:
 
 
 _KINDS = {
+    GlobalOffsetsRecord: "global_offsets",
     OffsetsRecord: "offsets",
     PrepareRecord: "prepare",
     SealRecord: "seal",

@@ -32,33 +32,16 @@ class Stage:
         return bool(self.stores)
 
 
-def copartitioned_counts(topology: Topology, app: str, log_: Log) -> dict[str, int]:
-    """The partition count each internal topic of a co-partition group must have (that of
-    the group's external topics), after checking those external topics agree."""
-    counts: dict[str, int] = {}
-    for group in topology.copartition_groups:
-        external = {
-            t: log_.partitions(t)
-            for t in sorted(group)
-            if t not in topology.internal_topics and log_.has_topic(t)
-        }
-        if len(set(external.values())) > 1:
-            listed = ", ".join(f"{t!r} has {n}" for t, n in external.items())
-            raise TopologyError(
-                f"topics joined with each other must be co-partitioned (have the same number "
-                f"of partitions), but {listed}; call repartition() on the stream side to "
-                f"read it through an internal topic with the table's partition count"
-            )
-        if external:
-            count = next(iter(external.values()))
-            for topic in group & topology.internal_topics:
-                counts[topology.resolve_topic(topic, app)] = count
-    return counts
-
-
 def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stage]:
     """Check source topics exist and create internal, changelog and missing sink topics."""
     app = config.application_id
+    for topic in sorted(topology.global_topics()):
+        physical = topology.resolve_topic(topic, app)
+        if not log_.has_topic(physical):
+            raise UnknownTopicError(
+                f"global table topic {physical!r} does not exist in {log_.url}; create it first "
+                f"(streamtide topics create {physical} --partitions N --log {log_.url})"
+            )
     internal_partitions: dict[str, int] = {}
     copartitioned = copartitioned_counts(topology, app, log_)
     stages = []
@@ -104,8 +87,32 @@ def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stag
                 changelogs,
             )
         )
+    for topics, operation in topology.copartition_groups:
+        physical = {topology.resolve_topic(t, app) for t in topics}
+        found = {t: internal_partitions.get(t) or log_.partitions(t) for t in sorted(physical)}
+        if len(set(found.values())) > 1:
+            raise TopologyError(
+                f"the inputs of {operation} are not co-partitioned "
+                f"({', '.join(f'{t!r} has {n}' for t, n in found.items())} partitions); "
+                "call repartition() on one side before the join"
+            )
     if config.deserialization_exception_handler != "fail":
         log_.create_topic(config.dlq_topic, 1, exist_ok=True)
     if config.errors_dead_letter_topic and config.processing_exception_handler != "fail":
         log_.create_topic(config.errors_dead_letter_topic, 1, exist_ok=True)
     return stages
+
+
+def copartitioned_counts(topology: Topology, app: str, log_: Log) -> dict[str, int]:
+    """The partition count each internal topic of a co-partition group (a join's inputs)
+    must have: that of the group's external topics, so that a ``repartition()`` before a
+    join matches the other side (``make_plan`` then checks every group)."""
+    counts: dict[str, int] = {}
+    for topics, _ in topology.copartition_groups:
+        external = [
+            log_.partitions(t) for t in topics - topology.internal_topics if log_.has_topic(t)
+        ]
+        if external:
+            for topic in topics & topology.internal_topics:
+                counts[topology.resolve_topic(topic, app)] = max(external)
+    return counts

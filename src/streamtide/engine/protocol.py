@@ -55,6 +55,17 @@ class OffsetsRecord:
 
 
 @dataclass(frozen=True)
+class GlobalOffsetsRecord:
+    """End offsets of the global tables' topics that every task of one batch reads its global
+    tables up to (topic -> end offset per partition), fixed when the batch starts, so a
+    retried batch sees the same tables."""
+
+    batch: int
+    epoch: int
+    ends: dict[str, list[int]]
+
+
+@dataclass(frozen=True)
 class PreparedTask:
     """One task's outcome to seal: the attempt's segments, new committed state, where it
     ran, and the attempt's writer id (None in records written before it was kept), which a
@@ -177,7 +188,9 @@ class CommitRecord:
     topic_ids: dict[str, str] = field(default_factory=dict)
 
 
-Record = EpochRecord | OffsetsRecord | PrepareRecord | SealRecord | CommitRecord
+Record = (
+    EpochRecord | OffsetsRecord | PrepareRecord | SealRecord | CommitRecord | GlobalOffsetsRecord
+)
 
 
 # ---- seal ids -------------------------------------------------------------------------------
@@ -349,6 +362,8 @@ def _to_json(record: Record) -> dict[str, Any]:
             "merged": [s.as_dict() for s in record.merged],
             "reports": [u.as_dict() for u in record.reports],
         }
+    if isinstance(record, GlobalOffsetsRecord):
+        return {"batch": record.batch, "epoch": record.epoch, "ends": record.ends}
     if isinstance(record, SealRecord):
         return {
             "batch": record.batch,
@@ -416,12 +431,21 @@ def _commit(raw: dict[str, Any], _v: int) -> CommitRecord:
     )
 
 
+def _global_offsets(raw: dict[str, Any], _v: int) -> GlobalOffsetsRecord:
+    return GlobalOffsetsRecord(
+        int(raw["batch"]),
+        int(raw["epoch"]),
+        {str(t): [int(e) for e in ends] for t, ends in raw["ends"].items()},
+    )
+
+
 _KIND_OF: dict[type, str] = {
     EpochRecord: "epoch",
     OffsetsRecord: "offsets",
     PrepareRecord: "prepare",
     SealRecord: "seal",
     CommitRecord: "commit",
+    GlobalOffsetsRecord: "global_offsets",
 }
 _FROM_JSON = {
     "epoch": _epoch,
@@ -429,4 +453,5 @@ _FROM_JSON = {
     "prepare": _prepare,
     "seal": _seal,
     "commit": _commit,
+    "global_offsets": _global_offsets,
 }

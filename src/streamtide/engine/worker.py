@@ -10,12 +10,16 @@ from typing import Any
 
 from streamtide.engine.failures import failure_report
 from streamtide.log import open_log
+from streamtide.runtime.task_host import new_global_stores
 from streamtide.runtime.work_unit import WorkUnitSpec, run_work_unit
 
 _CACHE: dict[str, Any] = {}
 
 
-def _load(blob: bytes) -> tuple[Any, Any, Any, Any]:
+def _load(blob: bytes) -> tuple[Any, Any, Any, Any, Any]:
+    """The application of ``blob`` for this worker process, with the worker's copy of the
+    global tables, which lives as long as the process and is brought up to date by every
+    work unit (bootstrapped by the first)."""
     key = hashlib.sha1(blob).hexdigest()
     cached = _CACHE.get(key)
     if cached is None:
@@ -23,7 +27,8 @@ def _load(blob: bytes) -> tuple[Any, Any, Any, Any]:
 
         topology, config, factory = cloudpickle.loads(blob)
         _CACHE.clear()
-        cached = _CACHE[key] = (topology, config, factory, open_log(config.log))
+        global_stores = new_global_stores(topology, config) if topology.global_stores else None
+        cached = _CACHE[key] = (topology, config, factory, open_log(config.log), global_stores)
     return cached
 
 
@@ -39,7 +44,7 @@ def observed_executor() -> str:
 def run_payloads(blob: bytes, payloads: Iterable[str]) -> Iterator[str]:
     """Run each JSON work-unit payload and yield its JSON report (or failure report)."""
     try:
-        topology, config, factory, log_ = _load(blob)
+        topology, config, factory, log_, global_stores = _load(blob)
     except Exception as exc:  # e.g. user code that cannot be unpickled here
         loading: BaseException | None = exc
     else:
@@ -49,7 +54,7 @@ def run_payloads(blob: bytes, payloads: Iterable[str]) -> Iterator[str]:
             if loading is not None:
                 raise loading
             spec = WorkUnitSpec.from_dict(json.loads(payload))
-            report = run_work_unit(topology, config, log_, spec, factory)
+            report = run_work_unit(topology, config, log_, spec, factory, global_stores)
         except Exception as exc:  # reported, not raised: the driver decides about retries
             fatal = config.fatal_exceptions if loading is None else ()
             report = {"failure": failure_report(exc, fatal)}
@@ -89,7 +94,7 @@ def serve(blob: bytes, payload: str) -> dict[str, Any]:
     if job["executor"] != "driver" and executor not in ("driver", job["executor"]):
         # Spark ran the pinned task elsewhere (its executor was lost or busy): not ours
         return {"ended": f"ran on executor {executor}, not {job['executor']}"}
-    topology, config, factory, log_ = _load(blob)
+    topology, config, factory, log_, global_stores = _load(blob)
     hello = {
         "slot": job["slot"],
         "generation": job["generation"],
@@ -105,6 +110,7 @@ def serve(blob: bytes, payload: str) -> dict[str, Any]:
         factory,
         client_state_dir(config, job["client"]),
         keep_open=True,
+        global_stores=global_stores,
     )
     ended = "stopped by the driver"
     try:
@@ -148,7 +154,7 @@ def _fenced(job: dict[str, Any]) -> bool:
 
 
 def _run_units(host: Any, units: list[dict[str, Any]], blob: bytes) -> list[dict[str, Any]]:
-    topology, config, factory, log_ = _load(blob)
+    topology, config, factory, log_, _ = _load(blob)
     reports = []
     for unit in units:
         try:

@@ -33,6 +33,8 @@ class TopologyDescription:
                     lines.append(f"      --> {children}")
                 if node.parents:
                     lines.append(f"      <-- {', '.join(sorted(node.parents))}")
+        for spec in self.topology.global_stores.values():
+            lines.append(f"   Global store: {spec.name} (topic: {spec.topic}; in every task)")
         return "\n".join(lines) + "\n"
 
     __repr__ = __str__

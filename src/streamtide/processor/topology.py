@@ -44,6 +44,19 @@ class SubTopology:
         return [n for n in self.nodes if isinstance(n, SourceNodeDef)]
 
 
+@dataclass(frozen=True)
+class GlobalStoreSpec:
+    """A store holding a whole topic (every partition) in every task: a global table.
+
+    The topic is the store's changelog; tasks only read the store (``runtime.global_stores``).
+    """
+
+    name: str
+    topic: str
+    key_serde: Serde | None = None
+    value_serde: Serde | None = None
+
+
 @dataclass
 class Topology:
     """A processing graph built with the low-level API (or by ``StreamsBuilder``)."""
@@ -53,8 +66,9 @@ class Topology:
     _store_users: dict[str, list[str]] = field(default_factory=dict)
     _topic_sources: dict[str, str] = field(default_factory=dict)
     internal_topics: set[str] = field(default_factory=set)
-    #: groups of topics that must have the same partition count (joins), checked by the engine
-    copartition_groups: list[frozenset[str]] = field(default_factory=list)
+    #: topics that must have equal partition counts (a join's inputs), with what needs it
+    copartition_groups: list[tuple[frozenset[str], str]] = field(default_factory=list)
+    global_stores: dict[str, GlobalStoreSpec] = field(default_factory=dict)
     #: stores whose changelog is the source topic they are built from (source tables)
     _source_changelogs: dict[str, str] = field(default_factory=dict)
     _subtopologies: list[SubTopology] | None = None
@@ -100,6 +114,8 @@ class Topology:
         for topic in topics:
             if not isinstance(topic, str) or not topic:
                 raise TopologyError(f"source {name!r}: topic names must be non-empty strings")
+            if topic in self.global_topics():
+                raise TopologyError(f"source {name!r}: topic {topic!r} is a global table's topic")
             if topic in self._topic_sources:
                 raise TopologyError(
                     f"source {name!r}: topic {topic!r} is already read by source "
@@ -183,14 +199,6 @@ class Topology:
         for processor_name in processor_names:
             self.connect_processor_and_state_stores(processor_name, store_name)
 
-    def add_copartition_group(self, *topics: str) -> Topology:
-        """Require ``topics`` to have equal partition counts (the engine checks it when it
-        plans the topology; internal topics of the group get the others' count)."""
-        group = frozenset(topics)
-        if len(group) > 1 and group not in self.copartition_groups:
-            self.copartition_groups.append(group)
-        return self
-
     def use_source_topic_as_changelog(self, store_name: str, topic: str) -> Topology:
         """Let ``topic`` (read by a source of this topology) be the changelog of store
         ``store_name``: no changelog topic is created and a restore reads ``topic`` up to the
@@ -208,6 +216,28 @@ class Topology:
         """Mark a topic as internal: its real name is prefixed with the application id."""
         self.internal_topics.add(name)
         return self
+
+    def add_copartition_group(self, topics: set[str], operation: str) -> Topology:
+        """Require ``topics`` to have the same number of partitions (checked when the
+        engine plans the topology; internal topics among them are created with that count)."""
+        group = frozenset(topics)
+        if len(group) > 1 and all(group != known for known, _ in self.copartition_groups):
+            self.copartition_groups.append((group, operation))
+        return self
+
+    def add_global_store(self, spec: GlobalStoreSpec) -> Topology:
+        """Keep all of ``spec.topic`` in a store every processor can read by name."""
+        if spec.name in self._stores or spec.name in self.global_stores:
+            raise TopologyError(f"a state store named {spec.name!r} is already registered")
+        if spec.topic in self._topic_sources or spec.topic in self.global_topics():
+            raise TopologyError(
+                f"global store {spec.name!r}: topic {spec.topic!r} is already read by this topology"
+            )
+        self.global_stores[spec.name] = spec
+        return self
+
+    def global_topics(self) -> set[str]:
+        return {spec.topic for spec in self.global_stores.values()}
 
     # ---- reading --------------------------------------------------------------------------
 

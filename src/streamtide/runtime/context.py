@@ -79,7 +79,7 @@ class TaskContext(DelegatingStoreContext, ProcessorContext):
 
     def get_state_store(self, name: str) -> Any:
         node = self.current_node
-        if node is not None and name not in node.stores:
+        if node is not None and name not in node.stores and name not in self._task.global_stores:
             raise TopologyError(
                 f"processor {node.name!r} has no access to state store {name!r}; connect it "
                 f"when adding the processor (stores it can use: {sorted(node.stores) or 'none'})"

@@ -8,7 +8,7 @@ runs without input, and takes ``commit()`` — the task's committed metadata —
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import repeat
 from pathlib import Path
 from typing import Any
@@ -86,8 +86,10 @@ class StreamTask:
         stores: TaskStores | None = None,
         batch_processing: bool = False,
         default_timestamp_extractor: TimestampExtractor | None = None,
+        global_stores: Mapping[str, Any] | None = None,
     ) -> None:
         self.topology = topology
+        self.global_stores = global_stores or {}
         self.subtopology = topology.subtopology(subtopology_id)
         self.partition = partition
         self.task_id = task_name(subtopology_id, partition)
@@ -222,6 +224,9 @@ class StreamTask:
         self.stores.register(store)
 
     def store(self, name: str) -> Any:
+        """The task's store ``name``, or the global store of that name."""
+        if name in self.global_stores:
+            return self.global_stores[name]
         return self.stores.get(name)
 
     def restored_schedule_time(self, key: str) -> int | None:

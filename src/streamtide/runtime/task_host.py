@@ -27,6 +27,7 @@ from streamtide.config import StreamsConfig
 from streamtide.log.api import Log
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState
+from streamtide.runtime.global_stores import GlobalStores
 from streamtide.runtime.restore import RECORDS_RESTORED, STANDBY_LAG
 from streamtide.runtime.segment_collector import SegmentCollector
 from streamtide.runtime.standby import StandbyTask
@@ -58,6 +59,7 @@ class TaskHost:
         state_dir: Path,
         *,
         keep_open: bool = False,
+        global_stores: GlobalStores | None = None,
     ) -> None:
         self.topology = topology
         self.config = config
@@ -65,6 +67,7 @@ class TaskHost:
         self.stores_factory = stores_factory
         self.state_dir = state_dir
         self.keep_open = keep_open
+        self.global_stores = global_stores
         self._active: dict[str, _Held] = {}
         self._standby: dict[str, StandbyTask] = {}
 
@@ -72,6 +75,13 @@ class TaskHost:
     def held(self) -> set[str]:
         """Ids of the tasks (active and standby) open here."""
         return set(self._active) | set(self._standby)
+
+    def update_global_stores(self, ends: dict[str, list[int]]) -> None:
+        """Bring the global tables to ``ends`` (the batch's recorded end offsets) before any
+        task runs; the first call reads them from the beginning."""
+        if self.global_stores is None:
+            self.global_stores = new_global_stores(self.topology, self.config)
+        self.global_stores.update(self.log, ends)
 
     # ---- active tasks --------------------------------------------------------------------
 
@@ -189,6 +199,7 @@ class TaskHost:
             cache_enabled=config.cache_enabled,
             stores=stores,
             batch_processing=config.batch_processing,
+            global_stores=self.global_stores,
         )
         held = _Held(task, collector, state)
         self._active[task_id] = held
@@ -294,6 +305,13 @@ class _Phases:
         now = time.perf_counter()
         self.spent[phase] = round((now - self._last) * 1000, 3)
         self._last = now
+
+
+def new_global_stores(topology: Topology, config: StreamsConfig) -> GlobalStores:
+    """An empty copy of the topology's global tables (filled by ``GlobalStores.update``)."""
+    return GlobalStores(
+        topology, config.application_id, config.default_key_serde, config.default_value_serde
+    )
 
 
 def new_attempt() -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from streamtide.config import StreamsConfig
 from streamtide.log.api import Log
 from streamtide.processor.topology import Topology
+from streamtide.runtime.global_stores import GlobalStores
 from streamtide.runtime.task_host import TaskHost, new_attempt
 
 
@@ -48,6 +49,8 @@ class WorkUnitSpec:
     standby: list[str] = field(default_factory=list)
     #: committed input offsets of the standby tasks (``"topic:partition"`` -> offset)
     standby_offsets: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: end offset per partition of each global table's topic the batch reads up to
+    global_ends: dict[str, list[int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -57,6 +60,7 @@ class WorkUnitSpec:
             "active": [a.__dict__ for a in self.active],
             "standby": list(self.standby),
             "standby_offsets": dict(self.standby_offsets),
+            "global_ends": self.global_ends,
         }
 
     @classmethod
@@ -68,6 +72,7 @@ class WorkUnitSpec:
             [ActiveSpec(**a) for a in data["active"]],
             list(data.get("standby", [])),
             dict(data.get("standby_offsets", {})),
+            {str(t): [int(e) for e in ends] for t, ends in data.get("global_ends", {}).items()},
         )
 
 
@@ -91,18 +96,28 @@ def run_work_unit(
     log_: Log,
     spec: WorkUnitSpec,
     stores_factory: TaskStoresFactory | None = None,
+    global_stores: GlobalStores | None = None,
     host: TaskHost | None = None,
 ) -> dict[str, Any]:
     """Run ``spec`` and return the report the driver commits (plain JSON-able data).
 
     Without ``host`` every task is opened and closed within the call (micro-batch
-    execution); a long-running work unit passes the ``TaskHost`` that keeps them open."""
+    execution); a long-running work unit passes the ``TaskHost`` that keeps them open.
+    ``global_stores``: the worker's copy of the global tables, kept between work units (a
+    fresh copy is built when None); brought to ``spec.global_ends`` before any task runs."""
     started = time.perf_counter()
     own_host = host is None
     if host is None:
         host = TaskHost(
-            topology, config, log_, stores_factory, client_state_dir(config, spec.client)
+            topology,
+            config,
+            log_,
+            stores_factory,
+            client_state_dir(config, spec.client),
+            global_stores=global_stores,
         )
+    if topology.global_stores and spec.active:
+        host.update_global_stores(spec.global_ends)
     attempt = new_attempt()
     prefix = writer_prefix(config.application_id, spec.batch, spec.stage)
     try:

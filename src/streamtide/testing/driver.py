@@ -20,8 +20,9 @@ from streamtide.errors import TopologyError, UnknownTopicError
 from streamtide.log.api import LogRecord
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState
+from streamtide.runtime.global_stores import GlobalStores
 from streamtide.runtime.stream_task import StreamTask
-from streamtide.serde import Serde
+from streamtide.serde import Serde, Serdes
 from streamtide.testing.topics import TestInputTopic, TestOutputTopic
 from streamtide.time import MockClock
 
@@ -53,6 +54,12 @@ class TopologyTestDriver:
         self._committed: dict[str, TaskCommittedState] = {}
         self.tasks: list[StreamTask] = []
         self._readers: dict[str, StreamTask] = {}
+        self.global_stores = GlobalStores(
+            topology,
+            config.application_id,
+            config.default_key_serde or Serdes.bytes(),
+            config.default_value_serde or Serdes.bytes(),
+        )
         for sub in topology.subtopologies():
             task = StreamTask(
                 topology,
@@ -71,6 +78,7 @@ class TopologyTestDriver:
                 default_timestamp_extractor=config.default_timestamp_extractor,
                 cache_enabled=cache_enabled,
                 batch_processing=batch_processing,
+                global_stores=self.global_stores,
             )
             self.tasks.append(task)
             for topic in sub.source_topics:
@@ -96,6 +104,8 @@ class TopologyTestDriver:
         records = self._topics.setdefault(topic, [])
         record = LogRecord(key, value, timestamp, tuple(headers or ()), len(records))
         records.append(record)
+        if topic in self.global_stores.topics():
+            self.global_stores.apply(topic, key, value)
         reader = self._readers.get(topic)
         if reader is not None:
             reader.add_records(topic, [record])
@@ -108,13 +118,16 @@ class TopologyTestDriver:
     def create_input_topic(
         self, topic: str, key_serde: Serde, value_serde: Serde
     ) -> TestInputTopic:
-        """A topic to pipe records into; some source of the topology must read it."""
-        if self._physical(topic) not in self._readers:
+        """A topic to pipe records into; some source or global table must read it."""
+        if not self._reads(self._physical(topic)):
             raise UnknownTopicError(
                 f"no source of the topology reads topic {topic!r}; source topics: "
                 f"{sorted(self.topology.source_topics())}"
             )
         return TestInputTopic(self, self._physical(topic), key_serde, value_serde)
+
+    def _reads(self, topic: str) -> bool:
+        return topic in self._readers or topic in self.global_stores.topics()
 
     def create_output_topic(
         self, topic: str, key_serde: Serde, value_serde: Serde
@@ -144,7 +157,7 @@ class TopologyTestDriver:
     ) -> None:
         """Append a serialized record to an input topic and process everything it causes."""
         self._check_open()
-        if topic not in self._readers:
+        if not self._reads(topic):
             raise UnknownTopicError(f"no source of the topology reads topic {topic!r}")
         self.send(topic, 0, key, value, timestamp, headers)
         self._drain()
@@ -182,6 +195,8 @@ class TopologyTestDriver:
     # ---- state ---------------------------------------------------------------------------
 
     def get_state_store(self, name: str) -> Any:
+        if name in self.global_stores:
+            return self.global_stores[name]
         for task in self.tasks:
             if name in task.subtopology.stores:
                 return task.store(name)

@@ -1,0 +1,264 @@
+"""Windowed stream-stream joins: ``KStream.join/left_join/outer_join(other, joiner, windows)``.
+
+Kafka Streams' semantics (3.1 and later, with the spurious-result fix):
+
+- Each side has a processor that, for a record at ``t`` with key ``k``, looks up the other
+  side's records of ``k`` in ``[t - before, t + after]`` (the right side mirrors the window),
+  emits ``joiner(left_value, right_value)`` for each with timestamp ``max`` of both, and then
+  keeps the record in its own side's window store (``JoinWindowStore``), so records join in
+  whichever order they arrive.
+- Records with a None key or value are dropped (``dropped-records``), except that a left or
+  outer join emits a None-key record's non-joined result at once (KIP-962).
+- A record of an outer side that finds no partner waits in the shared ``OuterJoinStore``
+  until its window closes: a left record at ``t`` once stream time passes
+  ``t + after + grace``, a right record once it passes ``t + before + grace``. Whenever an
+  in-order record arrives, the closed ones are emitted as ``joiner(value, None)`` (or
+  ``joiner(None, value)``) with their own timestamps, in timestamp order, the right side's
+  first at equal timestamps; a partner arriving in time removes them. A record that is already
+  too late for its window (``t + after < stream time``) emits its non-joined result at once.
+- A side keeps a record while ``t > newest timestamp of that side - (before + after +
+  grace)`` (the retention of Kafka's join stores).
+
+"Stream time" is the task's (``context.current_stream_time_ms()``), which is committed state,
+so a restarted or moved task emits exactly what an uninterrupted one would. Non-joined
+results are emitted on every in-order record (Kafka's default throttles this to once per
+second of wall-clock time, which would make the output depend on processing speed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from streamtide.dsl import processors as p
+from streamtide.dsl.join_windows import JoinWindows, StreamJoined
+from streamtide.dsl.params import DEFAULT_STORE_TYPE, ensure_callable
+from streamtide.errors import TopologyError
+from streamtide.processor import drops
+from streamtide.processor.api import Processor, ProcessorContext
+from streamtide.processor.nodes import SourceNodeDef
+from streamtide.record import Record
+from streamtide.state.join_stores import (
+    JoinWindowStoreBuilder,
+    OuterJoinStore,
+    OuterJoinStoreBuilder,
+)
+from streamtide.state.stores import KeyValueBytesStoreSupplier
+
+if TYPE_CHECKING:
+    from streamtide.dsl.kstream import KStream
+
+#: A close time later than any: no record is waiting.
+NEVER = 1 << 62
+
+#: ``joiner(left_value, right_value) -> joined value`` (None stands for a missing partner).
+ValueJoiner = Callable[[Any, Any], Any]
+
+
+class StreamStreamJoinProcessor(Processor):
+    """One side of a windowed stream-stream join (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        is_left: bool,
+        own_store: str,
+        other_store: str,
+        outer_store: str | None,
+        windows: JoinWindows,
+        joiner: ValueJoiner,
+        outer: bool,
+    ) -> None:
+        self.is_left = is_left
+        self.own_store_name = own_store
+        self.other_store_name = other_store
+        self.outer_store_name = outer_store
+        self.windows = windows
+        self.joiner = joiner
+        self.outer = outer
+        # this side looks ``before`` back and ``after`` ahead (the right side mirrors)
+        self.before = windows.before_ms if is_left else windows.after_ms
+        self.after = windows.after_ms if is_left else windows.before_ms
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.own = context.get_state_store(self.own_store_name)
+        self.other = context.get_state_store(self.other_store_name)
+        self.waiting: OuterJoinStore | None = None
+        if self.outer_store_name is not None:
+            self.waiting = context.get_state_store(self.outer_store_name)
+
+    def _join(self, this_value: Any, other_value: Any) -> Any:
+        if self.is_left:
+            return self.joiner(this_value, other_value)
+        return self.joiner(other_value, this_value)
+
+    def process(self, record: Record) -> None:
+        key, value, timestamp = record.key, record.value, record.timestamp
+        if key is None or value is None:
+            if self.outer and key is None and value is not None:
+                self.context.forward(record.with_value(self._join(value, None)))
+            else:
+                drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
+            return
+        stream_time = self.context.current_stream_time_ms()
+        if self.waiting is not None and timestamp == stream_time:
+            self._emit_closed(record, stream_time)
+        time_from = max(0, timestamp - self.before)
+        time_to = max(0, timestamp + self.after)
+        partners = self.other.fetch_values(key, time_from, time_to)
+        for other_timestamp, other_value in partners:
+            if self.waiting is not None:
+                self.waiting.remove(other_timestamp, not self.is_left, key)
+            joined = record.with_value(self._join(value, other_value))
+            self.context.forward(joined.with_timestamp(max(timestamp, other_timestamp)))
+        if self.outer and not partners:
+            if self.waiting is None or time_to < stream_time:
+                self.context.forward(record.with_value(self._join(value, None)))
+            else:
+                self.waiting.append(timestamp, self.is_left, key, value)
+                if self.waiting.next_close is not None:
+                    close = self._close_time(timestamp, self.is_left)
+                    self.waiting.next_close = min(self.waiting.next_close, close)
+        self.own.append(key, timestamp, value)
+
+    def _close_time(self, timestamp: int, is_left: bool) -> int:
+        """A waiting record's window has closed once stream time is past this."""
+        look_ahead = self.windows.after_ms if is_left else self.windows.before_ms
+        return timestamp + look_ahead + self.windows.grace_ms
+
+    def _emit_closed(self, record: Record, stream_time: int) -> None:
+        """Emit and forget the waiting records whose window has closed, oldest first; the scan
+        stops once both sides have reached a record whose window is still open.
+
+        The store remembers (in memory, shared by both sides) the earliest time at which a
+        record still waiting can close, so that most records need no scan at all."""
+        waiting = self.waiting
+        assert waiting is not None
+        if waiting.next_close is not None and stream_time <= waiting.next_close:
+            return
+        closed = []
+        open_until: dict[bool, int] = {}  # per side: close time of its oldest open record
+        for entry in waiting.scan():
+            if len(open_until) == 2:
+                break
+            if entry.is_left in open_until:
+                continue
+            close = self._close_time(entry.timestamp, entry.is_left)
+            if close >= stream_time:
+                open_until[entry.is_left] = close
+                continue
+            closed.append(entry)
+        waiting.next_close = min(open_until.values(), default=NEVER)
+        for entry in closed:
+            for value in entry.values:
+                joined = self.joiner(value, None) if entry.is_left else self.joiner(None, value)
+                self.context.forward(Record(entry.key, joined, entry.timestamp, record.headers))
+            waiting.remove_entry(entry)
+
+
+def source_topics_of(stream: KStream) -> set[str]:
+    """The topics the records of ``stream`` come from (its sub-topology's sources above it)."""
+    nodes = stream.builder.topology.nodes
+    topics: set[str] = set()
+    pending, seen = [stream.node], set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        node = nodes[name]
+        if isinstance(node, SourceNodeDef):
+            topics.update(node.topics)
+        pending.extend(node.parents)
+    return topics
+
+
+#: Which sides emit records without partner, per operation.
+OUTER_SIDES = {"join": (False, False), "left_join": (True, False), "outer_join": (True, True)}
+
+
+def join_streams(
+    operation: str,
+    left: KStream,
+    right: Any,
+    joiner: Any,
+    windows: Any = None,
+    stream_joined: Any = None,
+) -> KStream:
+    """Add a windowed ``operation`` (a key of ``OUTER_SIDES``) of ``left`` and ``right`` to
+    the topology; the joined stream."""
+    from streamtide.dsl.kstream import KStream
+
+    left_outer, right_outer = OUTER_SIDES[operation]
+    if not isinstance(right, KStream) or right.builder is not left.builder:
+        raise TopologyError(f"{operation}() needs a KStream of the same StreamsBuilder")
+    ensure_callable(joiner, f"{operation} joiner")
+    if not isinstance(windows, JoinWindows):
+        raise TypeError(
+            f"{operation}() of two streams needs JoinWindows (e.g. "
+            f"JoinWindows.of_time_difference_with_no_grace(...)), got {windows!r}"
+        )
+    joined = stream_joined if stream_joined is not None else StreamJoined()
+    if not isinstance(joined, StreamJoined):
+        raise TypeError(f"{operation}() stream_joined must be a StreamJoined, got {joined!r}")
+    builder = left.builder
+    key_serde = joined.key_serde or left.key_serde or right.key_serde
+    this_values = joined.value_serde or left.value_serde
+    other_values = joined.other_value_serde or right.value_serde
+
+    base = joined.name or builder.new_name("KSTREAM-JOIN-")
+    left = left.repartitioned_if_required(f"{base}-left", key_serde, this_values)
+    right = right.repartitioned_if_required(f"{base}-right", key_serde, other_values)
+
+    if joined.name is not None:
+        this_name, other_name = f"{joined.name}-this-join", f"{joined.name}-other-join"
+        merge_name = f"{joined.name}-merge"
+    else:
+        this_name = builder.new_name("KSTREAM-OUTERTHIS-" if left_outer else "KSTREAM-JOINTHIS-")
+        other_name = builder.new_name(
+            "KSTREAM-OUTEROTHER-" if right_outer else "KSTREAM-JOINOTHER-"
+        )
+        merge_name = builder.new_name("KSTREAM-MERGE-")
+    if joined.store_name is not None:
+        this_store = f"{joined.store_name}-this-join-store"
+        other_store = f"{joined.store_name}-other-join-store"
+        outer_store = f"{joined.store_name}-outer-shared-join-store"
+    else:
+        this_store, other_store = f"{this_name}-store", f"{other_name}-store"
+        outer_store = builder.new_name("KSTREAM-OUTERSHARED-") + "-store"
+    has_outer = left_outer or right_outer
+
+    def side(is_left: bool) -> Callable[[], Processor]:
+        return lambda: StreamStreamJoinProcessor(
+            is_left=is_left,
+            own_store=this_store if is_left else other_store,
+            other_store=other_store if is_left else this_store,
+            outer_store=outer_store if has_outer else None,
+            windows=windows,
+            joiner=joiner,
+            outer=left_outer if is_left else right_outer,
+        )
+
+    topology = builder.topology
+    topology.add_processor(this_name, side(True), left.node)
+    topology.add_processor(other_name, side(False), right.node)
+    # a record is kept while some later record of the other side may still join it
+    size = max(windows.size_ms, 1)
+    for store_name, values in ((this_store, this_values), (other_store, other_values)):
+        supplier = KeyValueBytesStoreSupplier(store_name, DEFAULT_STORE_TYPE)
+        store = JoinWindowStoreBuilder(
+            supplier, size, windows.retention_ms, key_serde, values, joined.logging_enabled
+        )
+        topology.add_state_store(store, this_name, other_name)
+    if has_outer:
+        supplier = KeyValueBytesStoreSupplier(outer_store, DEFAULT_STORE_TYPE)
+        waiting = OuterJoinStoreBuilder(
+            supplier, key_serde, this_values, other_values, joined.logging_enabled
+        )
+        topology.add_state_store(waiting, this_name, other_name)
+    topology.add_processor(merge_name, p.PassThroughProcessor, this_name, other_name)
+    topology.add_copartition_group(
+        source_topics_of(left) | source_topics_of(right), f"{operation} {this_name}"
+    )
+    return KStream(builder, merge_name, key_serde, None)
