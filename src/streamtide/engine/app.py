@@ -221,6 +221,7 @@ class StreamsApp:
             self._workers.close()
             self._workers = None
             self._layout = {}
+        self.committer.close()
         if self._owns_spark and self._spark is not None:
             self._spark.stop()
             self._spark = None
