@@ -1,4 +1,5 @@
-"""``StreamsApp``: runs a topology on Spark as a sequence of exactly-once micro-batches."""
+"""``StreamsApp``: runs a topology on Spark as a sequence of exactly-once batches, on
+long-running work units (continuous execution) or as a Spark job each (micro-batch)."""
 
 from __future__ import annotations
 
