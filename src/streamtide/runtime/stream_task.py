@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from streamtide.config import StreamsConfig
 from streamtide.errors import (
     HandlerFailedError,
     InvalidTimestampError,
@@ -56,6 +57,22 @@ class _RowView:
         self.timestamp = columns.timestamps[row]
         self.headers = columns.headers[row]
         self.offset = columns.offsets[row]
+
+
+def task_options(config: StreamsConfig) -> dict[str, Any]:
+    """The ``StreamTask`` settings an application's config gives (engine and test driver)."""
+    return {
+        "application_id": config.application_id,
+        "default_key_serde": config.default_key_serde,
+        "default_value_serde": config.default_value_serde,
+        "deserialization_handler": config.deserialization_exception_handler,
+        "processing_handler": config.processing_exception_handler,
+        "dead_letter_topic": config.errors_dead_letter_topic,
+        "invalid_timestamp_handler": config.invalid_timestamp_handler,
+        "default_timestamp_extractor": config.default_timestamp_extractor,
+        "cache_enabled": config.cache_enabled,
+        "batch_processing": config.batch_processing,
+    }
 
 
 def task_name(subtopology_id: int, partition: int) -> str:
