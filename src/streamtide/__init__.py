@@ -7,6 +7,7 @@ from streamtide.config import StreamsConfig
 from streamtide.dsl import (
     Consumed,
     Deduplicated,
+    EmitStrategy,
     Grouped,
     KGroupedStream,
     KStream,
@@ -65,6 +66,7 @@ __all__ = [
     "Consumed",
     "ConsumerRecord",
     "Deduplicated",
+    "EmitStrategy",
     "ErrorHandlerContext",
     "Grouped",
     "HandlerFailedError",

@@ -14,6 +14,7 @@ from typing import Any
 
 from streamtide import (
     Consumed,
+    EmitStrategy,
     Materialized,
     Processor,
     Produced,
@@ -23,6 +24,7 @@ from streamtide import (
     SessionWindows,
     StreamsBuilder,
     StreamsConfig,
+    TimeWindows,
     Topology,
     Windowed,
 )
@@ -98,6 +100,36 @@ def session_topology() -> Topology:
     return builder.build()
 
 
+def final_session_topology() -> Topology:
+    """Session counts emitted once per session, when it closes (``on_window_close``)."""
+    builder = StreamsBuilder()
+    (
+        builder.stream("events", Consumed.with_(STRING, JSON))
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=5), 2_000))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .count(Materialized.as_("final-sessions"))
+        .to_stream()
+        .to("out", Produced.with_(Serdes.windowed(STRING), INT, by_user_key))
+    )
+    return builder.build()
+
+
+def final_window_topology() -> Topology:
+    """Hopping-window counts emitted once per window, when it closes (``on_window_close``)."""
+    builder = StreamsBuilder()
+    (
+        builder.stream("events", Consumed.with_(STRING, JSON))
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(10_000, 3_000).advance_by(5_000))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .count(Materialized.as_("final-windows"))
+        .to_stream()
+        .to("out", Produced.with_(Serdes.windowed(STRING), INT, by_user_key))
+    )
+    return builder.build()
+
+
 class EveryTenSeconds(Processor):
     """Counts records per key in a store; every 10 s of stream time emits the counts."""
 
@@ -131,6 +163,8 @@ SCENARIOS: dict[str, tuple[Callable[[], Topology], Any, Any]] = {
     "dedup": (dedup_topology, STRING, JSON),
     "session": (session_topology, Serdes.windowed(STRING), INT),
     "punctuation": (punctuation_topology, STRING, INT),
+    "final-session": (final_session_topology, Serdes.windowed(STRING), INT),
+    "final-window": (final_window_topology, Serdes.windowed(STRING), INT),
 }
 
 

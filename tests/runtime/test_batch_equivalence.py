@@ -23,6 +23,7 @@ from rocksdict import Options, Rdict
 from streamtide import (
     Consumed,
     Deduplicated,
+    EmitStrategy,
     Materialized,
     Processor,
     Produced,
@@ -153,7 +154,34 @@ def time_window_and_key_aggregates() -> Topology:
     return builder.build()
 
 
+def final_sessions_and_windows() -> Topology:
+    """Emit-final session counts and hopping-window sums (``EmitStrategy.on_window_close()``):
+    final results depend on stream time at every record, and their close indexes are stores."""
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", Consumed.with_(STRING, JSON)).group_by_key()
+    (
+        grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(4 * S, 3 * S))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .count(Materialized.as_("final-sessions"))
+        .to_stream()
+        .to("sessions", Produced.with_(Serdes.windowed(STRING), Serdes.long()))
+    )
+    (
+        grouped.windowed_by(TimeWindows.of_size_and_grace(10 * S, 2 * S).advance_by(5 * S))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .aggregate(
+            lambda: 0,
+            lambda k, v, total: total + v["n"],
+            Materialized.as_("final-windows").with_value_serde(Serdes.long()),
+        )
+        .to_stream()
+        .to("windows", Produced.with_(Serdes.windowed(STRING), Serdes.long()))
+    )
+    return builder.build()
+
+
 TOPOLOGIES: dict[str, Callable[[], Topology]] = {
+    "final-sessions-windows": final_sessions_and_windows,
     "dedup-sessions": dedup_then_sessions,
     "by-id-list-sessions": dedup_by_id_and_list_sessions,
     "punctuated": punctuated_counts,

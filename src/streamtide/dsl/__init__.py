@@ -4,6 +4,7 @@ from streamtide.dsl import dedup_batch, session_batch  # noqa: F401  (register b
 from streamtide.dsl.branched import BranchedKStream
 from streamtide.dsl.builder import StreamsBuilder
 from streamtide.dsl.deduplicate import Deduplicated
+from streamtide.dsl.emit_strategy import EmitStrategy
 from streamtide.dsl.kgrouped import KGroupedStream
 from streamtide.dsl.kstream import KStream
 from streamtide.dsl.ktable import KTable
@@ -23,6 +24,7 @@ __all__ = [
     "BranchedKStream",
     "Consumed",
     "Deduplicated",
+    "EmitStrategy",
     "Grouped",
     "KGroupedStream",
     "KStream",

@@ -9,6 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from streamtide.dsl.emit_strategy import EmitStrategy
+from streamtide.dsl.final_results import (
+    SessionWindowFinalProcessor,
+    TimeWindowFinalProcessor,
+    index_store_builder,
+)
 from streamtide.dsl.ktable import KTable
 from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
 from streamtide.dsl.processors import NO_INITIALIZER
@@ -53,6 +59,31 @@ class _WindowedKStream:
     def __init__(self, grouped: KGroupedStream) -> None:
         self.grouped = grouped
         self.builder = grouped.builder
+        self.emit = EmitStrategy.ON_WINDOW_UPDATE
+
+    def emit_strategy(self, strategy: EmitStrategy) -> Any:
+        """Emit on every update (``EmitStrategy.on_window_update()``, the default) or each
+        window's final result once (``EmitStrategy.on_window_close()``); returns a copy."""
+        if not isinstance(strategy, EmitStrategy):
+            raise TypeError(
+                "emit_strategy() needs EmitStrategy.on_window_close() or "
+                f"EmitStrategy.on_window_update(), got {strategy!r}"
+            )
+        copy = type(self).__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        copy.emit = strategy
+        return copy
+
+    @property
+    def _final(self) -> bool:
+        return self.emit is EmitStrategy.ON_WINDOW_CLOSE
+
+    def _no_final(self, operation: str) -> None:
+        if self._final:
+            raise TopologyError(
+                f"{operation}() does not support EmitStrategy.on_window_close(): it emits "
+                "the first record of a window at once; use count() or aggregate() instead"
+            )
 
     def _build(
         self,
@@ -76,6 +107,11 @@ class _WindowedKStream:
         caching = materialized.caching_enabled
         topology.add_processor(node, lambda: make_processor(store_name, caching), source.node)
         topology.add_state_store(store, node)
+        if self._final:
+            topology.add_state_store(
+                index_store_builder(store_name, supplier.kind, materialized.logging_enabled),
+                node,
+            )
         windowed_key_serde = WindowedSerde(key_serde) if key_serde is not None else None
         return KTable(self.builder, node, store_name, windowed_key_serde, value_serde)
 
@@ -127,8 +163,12 @@ class TimeWindowedKStream(_WindowedKStream):
             named,
             value_serde,
             self._store(retention, timestamped=True),
-            lambda store, caching: TimeWindowAggregateProcessor(
-                store, windows, initializer, aggregator, caching
+            (
+                (lambda store, _: TimeWindowFinalProcessor(store, windows, initializer, aggregator))
+                if self._final
+                else lambda store, caching: TimeWindowAggregateProcessor(
+                    store, windows, initializer, aggregator, caching
+                )
             ),
         )
 
@@ -180,6 +220,7 @@ class TimeWindowedKStream(_WindowedKStream):
                 "so each record falls into several windows and would be emitted once per "
                 "window instead of once; use TimeWindows.of_size(size) without advance_by"
             )
+        self._no_final("distinct")
         materialized = materialized or Materialized()
         retention = self._retention(materialized)
         return self._build(
@@ -223,15 +264,29 @@ class SessionWindowedKStream(_WindowedKStream):
         materialized = materialized or Materialized()
         windows = self.windows
         retention = self._retention(materialized)
+        if self._final and retention < windows.retention_ms:
+            raise ValueError(
+                f"session store retention ({retention} ms) must be at least the sessions' "
+                f"gap plus grace ({windows.retention_ms} ms) with EmitStrategy.on_window_close():"
+                " a session must still be stored when it closes"
+            )
+
+        def make(store: str, caching: bool) -> Processor:
+            if self._final:
+                return SessionWindowFinalProcessor(
+                    store, windows, retention, initializer, aggregator, merger
+                )
+            return SessionWindowAggregateProcessor(
+                store, windows, retention, initializer, aggregator, merger, caching
+            )
+
         return self._build(
             prefix,
             materialized,
             named,
             value_serde,
             lambda supplier, ks, vs: SessionStoreBuilder(supplier, retention, ks, vs),
-            lambda store, caching: SessionWindowAggregateProcessor(
-                store, windows, retention, initializer, aggregator, merger, caching
-            ),
+            make,
         )
 
     def aggregate(
@@ -288,6 +343,7 @@ class SessionWindowedKStream(_WindowedKStream):
         self, materialized: Materialized | None = None, named: Named | str | None = None
     ) -> KTable:
         """Only the record that starts each new session; records joining a session drop."""
+        self._no_final("distinct")
         materialized = materialized or Materialized()
         windows = self.windows
         retention = self._retention(materialized)

@@ -41,6 +41,16 @@ class TimeWindows:
         ms = _positive(size, "window size")
         return cls(ms, ms, 0)
 
+    @classmethod
+    def of_size_and_grace(cls, size: Duration, grace: Duration) -> TimeWindows:
+        """Tumbling windows of ``size`` that accept records for ``grace`` after their end."""
+        return cls.of_size(size).grace(grace)
+
+    @classmethod
+    def of_size_with_no_grace(cls, size: Duration) -> TimeWindows:
+        """Tumbling windows of ``size`` that close at their end (grace 0)."""
+        return cls.of_size(size)
+
     def advance_by(self, advance: Duration) -> TimeWindows:
         """Hopping windows that start every ``advance`` (0 < advance <= size)."""
         ms = to_millis(advance, "window advance")
@@ -91,6 +101,26 @@ class SessionWindows:
         """Sessions closed by ``gap`` (> 0) without records; retention one day or the gap."""
         ms = _positive(gap, "inactivity gap")
         return cls(ms, max(ms, DEFAULT_RETENTION_MS))
+
+    @classmethod
+    def of_inactivity_gap_and_grace(cls, gap: Duration, grace: Duration) -> SessionWindows:
+        """Sessions closed by ``gap`` that still merge late records for ``grace``: kept for
+        ``gap + grace`` after their end (``until(gap + grace)``)."""
+        sessions = cls.with_inactivity_gap(gap)
+        grace_ms = to_millis(grace, "grace period")
+        if grace_ms < 0:
+            raise ValueError(f"grace period must not be negative, got {grace_ms} ms")
+        return sessions.until(sessions.gap_ms + grace_ms)
+
+    @classmethod
+    def of_inactivity_gap_with_no_grace(cls, gap: Duration) -> SessionWindows:
+        """Sessions closed by ``gap`` that accept no late records (``until(gap)``)."""
+        return cls.of_inactivity_gap_and_grace(gap, 0)
+
+    @property
+    def grace_ms(self) -> int:
+        """How long after ``end + gap`` a session still merges records: retention - gap."""
+        return self.retention_ms - self.gap_ms
 
     def until(self, retention: Duration) -> SessionWindows:
         """Keep sessions for ``retention`` of stream time after their end (>= the gap)."""

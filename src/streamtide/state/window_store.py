@@ -136,10 +136,14 @@ class TimestampedWindowStore(WindowStore):
 
     timestamped = True
 
-    def get_with_timestamp(self, key: Any, window_start: int) -> ValueAndTimestamp | None:
-        """The value and timestamp of one window of ``key``, or None (also when expired)."""
+    def get_with_timestamp(
+        self, key: Any, window_start: int, *, live_only: bool = True
+    ) -> ValueAndTimestamp | None:
+        """The value and timestamp of one window of ``key``, or None (also when expired,
+        unless ``live_only`` is False: a window's final result is read as it closes, even
+        if the same step of stream time expired it)."""
         segments = self._open()
-        if not segments.is_live(window_start):
+        if live_only and not segments.is_live(window_start):
             return None
         raw = self.inner.get(self._entry_key(segments, self._key_bytes(key), window_start))
         return self.value_serde.deserialize_with_timestamp(raw)  # type: ignore[union-attr]

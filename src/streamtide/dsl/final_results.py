@@ -1,0 +1,215 @@
+"""Emit-final windowed aggregations (``EmitStrategy.on_window_close()``, Kafka's KIP-825).
+
+A window's final result is emitted once, when the window closes, and updates of open windows
+are not emitted at all. To find the windows that close without scanning the open ones, each
+aggregation keeps a second, changelogged store: an index of the windows not yet emitted,
+ordered by the time they close at (a time window by its start, a session by its end), then by
+serialized key. When stream time passes the oldest indexed entry's close time, one range scan
+of the index yields exactly the windows to emit (in Kafka's order: time, then key); their
+entries are deleted in the same batch of writes as the emission, so a restart or a task move
+neither re-emits a final result nor loses one. Between closes, a record costs one comparison.
+
+Final results bypass the record cache (as in Kafka Streams) and carry the window's result
+timestamp (time windows: the largest record timestamp; sessions: the session end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streamtide.dsl.windowed_processors import (
+    Aggregator,
+    Merger,
+    SessionWindowAggregateProcessor,
+    TimeWindowAggregateProcessor,
+)
+from streamtide.dsl.windows import SessionWindows, TimeWindows
+from streamtide.processor import drops
+from streamtide.processor.api import ProcessorContext
+from streamtide.record import Record
+from streamtide.serde import Serdes
+from streamtide.state.api import KeyValueBytesStore
+from streamtide.state.encoding import MAX_LONG, decode_long, encode_long
+from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
+from streamtide.window import Window, Windowed
+
+#: The index store of an emit-final aggregation is named after its window or session store.
+INDEX_SUFFIX = "-final-index"
+
+
+def index_store_builder(store_name: str, store_kind: str, logging: bool) -> KeyValueStoreBuilder:
+    """The changelogged bytes store that indexes ``store_name``'s windows not yet emitted."""
+    supplier = KeyValueBytesStoreSupplier(store_name + INDEX_SUFFIX, store_kind)
+    builder = KeyValueStoreBuilder(supplier, Serdes.bytes(), Serdes.bytes())
+    if not logging:
+        builder.with_logging_disabled()
+    return builder
+
+
+class CloseIndex:
+    """Windows not yet emitted, as ``close-ordering time | suffix`` keys over a bytes store.
+
+    The oldest indexed time is cached, so that ``due`` reads the store only once a window can
+    have closed; it is a lower bound (a removed entry may leave it too low, which costs one
+    empty range scan, never a missed window).
+    """
+
+    def __init__(self, inner: KeyValueBytesStore) -> None:
+        self.inner = inner
+        self._oldest: int | None = None  # unknown until first needed
+
+    def _read_oldest(self) -> int:
+        first = next(iter(self.inner.range(None, None)), None)
+        return MAX_LONG if first is None else decode_long(first[0])
+
+    def add(self, time: int, suffix: bytes) -> None:
+        self.inner.put(encode_long(time) + suffix, b"")
+        if self._oldest is not None and time < self._oldest:
+            self._oldest = time
+
+    def remove(self, time: int, suffix: bytes) -> None:
+        self.inner.put(encode_long(time) + suffix, None)
+
+    def take_due(self, upper: int) -> list[tuple[int, bytes]]:
+        """Remove and return the entries with time ``<= upper``, in order."""
+        if self._oldest is None:
+            self._oldest = self._read_oldest()
+        if upper < self._oldest:
+            return []
+        due = [
+            (time, key[8:])
+            for key, _ in self.inner.range(None, encode_long(upper + 1))
+            if (time := decode_long(key)) <= upper
+        ]
+        for time, suffix in due:
+            self.remove(time, suffix)
+        self._oldest = self._read_oldest()
+        return due
+
+
+class _FinalEmitter:
+    """What both emit-final processors share: the index and the direct forward."""
+
+    index_name: str
+    index: CloseIndex
+
+    def _open_index(self, context: ProcessorContext) -> None:
+        self.index = CloseIndex(context.get_state_store(self.index_name).inner)
+
+    def _forward(
+        self,
+        context: ProcessorContext,
+        record: Record,
+        windowed: Windowed,
+        value: Any,
+        timestamp: int,
+    ) -> None:
+        context.forward(Record(windowed, value, timestamp, record.headers))
+
+
+class TimeWindowFinalProcessor(_FinalEmitter, TimeWindowAggregateProcessor):
+    """A time-window aggregation that emits each window once, at ``stream_time >= end +
+    grace``. The index orders windows by start (all windows have one size)."""
+
+    def __init__(
+        self,
+        store_name: str,
+        windows: TimeWindows,
+        initializer: Callable[[], Any] | Any,
+        aggregator: Aggregator,
+    ) -> None:
+        super().__init__(store_name, windows, initializer, aggregator, caching_allowed=False)
+        self.index_name = store_name + INDEX_SUFFIX
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._open_index(context)
+
+    def process(self, record: Record) -> None:
+        if not self._accept(record):
+            return
+        self._emit_closed(record)
+        super().process(record)
+
+    def _updated(
+        self, record: Record, windowed: Windowed, value: Any, timestamp: int, created: bool
+    ) -> None:
+        if created:
+            self.index.add(windowed.window.start, self.store.key_serde.serialize(windowed.key))
+
+    def _emit_closed(self, record: Record) -> None:
+        """Emit every window that ends at or before ``stream_time - grace``."""
+        windows = self.windows
+        close = self.context.current_stream_time_ms() - windows.grace_ms
+        due = self.index.take_due(close - windows.size_ms)
+        if not due:
+            return
+        deserialize = self.store.key_serde.deserialize
+        for start, key_bytes in due:
+            key = deserialize(key_bytes)
+            found = self.store.get_with_timestamp(key, start, live_only=False)
+            if found is not None:
+                window = Window(start, start + windows.size_ms)
+                self._forward(
+                    self.context, record, Windowed(key, window), found.value, found.timestamp
+                )
+
+
+class SessionWindowFinalProcessor(_FinalEmitter, SessionWindowAggregateProcessor):
+    """A session aggregation that emits each session once, when stream time is strictly past
+    ``end + gap + grace`` (grace = the windows' retention - gap). A record whose merged session
+    would already be closed is late: dropped and counted. The index orders sessions by end,
+    then serialized key, then start."""
+
+    def __init__(
+        self,
+        store_name: str,
+        windows: SessionWindows,
+        retention_ms: int,
+        initializer: Callable[[], Any] | Any,
+        aggregator: Aggregator,
+        merger: Merger,
+    ) -> None:
+        super().__init__(store_name, windows, retention_ms, initializer, aggregator, merger, False)
+        self.close_after_ms = windows.retention_ms  # gap + grace
+        self.index_name = store_name + INDEX_SUFFIX
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._open_index(context)
+
+    def _suffix(self, session: Windowed) -> bytes:
+        return self.store.key_serde.serialize(session.key) + encode_long(session.window.start)
+
+    def process(self, record: Record) -> None:
+        if not self._accept(record):
+            return
+        close = self.context.current_stream_time_ms() - self.close_after_ms
+        self._emit_closed(record, close)
+        merged, new, agg = self._merge(record)
+        if new.window.end < close:
+            drops.record_drop(self.context.metrics, drops.LATE)
+            return
+        created = True
+        for session, _ in merged:
+            if session.window == new.window:
+                created = False
+                continue
+            self.store.remove(session)
+            self.index.remove(session.window.end, self._suffix(session))
+        self.store.put(new, agg)
+        if created:
+            self.index.add(new.window.end, self._suffix(new))
+
+    def _emit_closed(self, record: Record, close: int) -> None:
+        """Emit every session that ends before ``close`` (= stream time - gap - grace)."""
+        due = self.index.take_due(close - 1)
+        if not due:
+            return
+        deserialize = self.store.key_serde.deserialize
+        for end, suffix in due:
+            key, start = deserialize(suffix[:-8]), decode_long(suffix, len(suffix) - 8)
+            value = self.store.fetch_session(key, start, end, live_only=False)
+            if value is not None:
+                self._forward(self.context, record, Windowed(key, Window(start, end)), value, end)
