@@ -5,6 +5,7 @@ Everything a user needs is importable from here; other modules are internals tha
 
 from streamtide.config import StreamsConfig
 from streamtide.dsl import (
+    BufferConfig,
     Consumed,
     Deduplicated,
     EmitStrategy,
@@ -20,9 +21,11 @@ from streamtide.dsl import (
     SessionMerger,
     SessionWindows,
     StreamsBuilder,
+    Suppressed,
     TimeWindows,
 )
 from streamtide.errors import (
+    BufferFullError,
     ConfigError,
     HandlerFailedError,
     LogError,
@@ -61,6 +64,8 @@ def __getattr__(name: str):  # the engine pulls in Spark: import it only when as
 
 
 __all__ = [
+    "BufferConfig",
+    "BufferFullError",
     "Cancellable",
     "ConfigError",
     "Consumed",
@@ -99,6 +104,7 @@ __all__ = [
     "StreamsConfig",
     "StreamsProcessingError",
     "StreamtideError",
+    "Suppressed",
     "TimeWindows",
     "TimestampExtractor",
     "Topology",

@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from streamtide import (
+    BufferConfig,
     Consumed,
     EmitStrategy,
     Materialized,
@@ -24,6 +25,7 @@ from streamtide import (
     SessionWindows,
     StreamsBuilder,
     StreamsConfig,
+    Suppressed,
     TimeWindows,
     Topology,
     Windowed,
@@ -130,6 +132,28 @@ def final_window_topology() -> Topology:
     return builder.build()
 
 
+def suppressed_topology() -> Topology:
+    """Session counts held back until each session closes (``until_window_closes``), and
+    per-key counts held back 4 s (``until_time_limit``): both buffers are stores."""
+    builder = StreamsBuilder()
+    grouped = builder.stream("events", Consumed.with_(STRING, JSON)).group_by_key()
+    (
+        grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=5), 0))
+        .count(Materialized.as_("session-counts"))
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final"))
+        .to_stream()
+        .map(lambda k, v: (k.key, v * 1_000_000 + k.window.end // 1_000))
+        .to("out", Produced.with_(STRING, INT, by_user_key))
+    )
+    (
+        grouped.count(Materialized.as_("key-counts"))
+        .suppress(Suppressed.until_time_limit(4_000, BufferConfig.max_records(3)))
+        .to_stream()
+        .to("out", Produced.with_(STRING, INT, by_user_key))
+    )
+    return builder.build()
+
+
 class EveryTenSeconds(Processor):
     """Counts records per key in a store; every 10 s of stream time emits the counts."""
 
@@ -165,6 +189,7 @@ SCENARIOS: dict[str, tuple[Callable[[], Topology], Any, Any]] = {
     "punctuation": (punctuation_topology, STRING, INT),
     "final-session": (final_session_topology, Serdes.windowed(STRING), INT),
     "final-window": (final_window_topology, Serdes.windowed(STRING), INT),
+    "suppressed": (suppressed_topology, STRING, INT),
 }
 
 

@@ -17,11 +17,13 @@ from streamtide.dsl.params import (
     Repartitioned,
 )
 from streamtide.dsl.printed import Printed
+from streamtide.dsl.suppressed import BufferConfig, Suppressed
 from streamtide.dsl.windowed import SessionMerger, SessionWindowedKStream, TimeWindowedKStream
 from streamtide.dsl.windows import SessionWindows, TimeWindows
 
 __all__ = [
     "BranchedKStream",
+    "BufferConfig",
     "Consumed",
     "Deduplicated",
     "EmitStrategy",
@@ -38,6 +40,7 @@ __all__ = [
     "SessionWindowedKStream",
     "SessionWindows",
     "StreamsBuilder",
+    "Suppressed",
     "TimeWindowedKStream",
     "TimeWindows",
 ]

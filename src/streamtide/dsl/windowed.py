@@ -56,6 +56,9 @@ def windowed_stream(
 class _WindowedKStream:
     """What both kinds share: naming, serdes, store registration, the resulting table."""
 
+    #: how long after a window's end it closes (set by each kind)
+    _close_after_ms: int
+
     def __init__(self, grouped: KGroupedStream) -> None:
         self.grouped = grouped
         self.builder = grouped.builder
@@ -113,7 +116,9 @@ class _WindowedKStream:
                 node,
             )
         windowed_key_serde = WindowedSerde(key_serde) if key_serde is not None else None
-        return KTable(self.builder, node, store_name, windowed_key_serde, value_serde)
+        return KTable(
+            self.builder, node, store_name, windowed_key_serde, value_serde, self._close_after_ms
+        )
 
 
 class TimeWindowedKStream(_WindowedKStream):
@@ -122,6 +127,7 @@ class TimeWindowedKStream(_WindowedKStream):
     def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
         super().__init__(grouped)
         self.windows = windows
+        self._close_after_ms = windows.grace_ms
 
     def _retention(self, materialized: Materialized) -> int:
         """``max(size, retention)``; never below the grace period, so no window that still
@@ -239,6 +245,7 @@ class SessionWindowedKStream(_WindowedKStream):
     def __init__(self, grouped: KGroupedStream, windows: SessionWindows) -> None:
         super().__init__(grouped)
         self.windows = windows
+        self._close_after_ms = windows.retention_ms  # gap + grace
 
     def _retention(self, materialized: Materialized) -> int:
         """``Materialized.with_retention`` if given, else ``SessionWindows.until``; >= gap."""
