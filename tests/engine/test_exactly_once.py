@@ -122,8 +122,8 @@ def test_restart_resumes_with_no_loss_and_no_duplicates(
     spark, log_url, tmp_path, name, moved
 ) -> None:
     """Also for emit-final aggregations and suppression buffers: a restarted app neither
-    re-emits a result nor loses one, with its local state (``moved=False``) or restored from the changelogs
-    as after a move to another executor (``moved=True``)."""
+    re-emits a result nor loses one, with its local state (``moved=False``) or restored
+    from the changelogs as after a move to another executor (``moved=True``)."""
     events = make_events(240, seed=9)
     first, second = events[:120], events[120:]
     write_events(log_url, first)
