@@ -20,6 +20,7 @@ from streamtide import (
     Produced,
     Serdes,
     SessionWindows,
+    SlidingWindows,
     StreamsBuilder,
     StreamsConfig,
     Suppressed,
@@ -129,6 +130,41 @@ def test_final_results_for_session_windows() -> None:
         (w("k1", 30, 30), 1, 30),
     ]
     assert suppressed == [(w("k1", 0, 5), 3, 5), (w("k1", 5, 5), 1, 5), (w("k2", 11, 11), 1, 11)]
+
+
+def test_final_results_for_sliding_windows() -> None:
+    records = [("k1", t) for t in (10, 11, 10, 13, 10, 24, 5, 7, 90)]
+    windows = SlidingWindows.of_time_difference_and_grace(5, 15)
+    raw, suppressed = run(uncached_count(windows), FINAL, records)
+    shown = sorted(
+        ((f"[{k.key}@{k.window.start}/{k.window.end}]", ts), v) for k, v, ts in raw
+    )  # Kafka's test sorts by the printed key, then timestamp
+    assert [(key, v, ts) for (key, ts), v in shown] == [
+        ("[k1@11/16]", 1, 11),
+        ("[k1@11/16]", 2, 13),
+        ("[k1@12/17]", 1, 13),
+        ("[k1@19/24]", 1, 24),
+        ("[k1@5/10]", 1, 10),
+        ("[k1@5/10]", 2, 10),
+        ("[k1@5/10]", 3, 10),
+        ("[k1@5/10]", 4, 10),
+        ("[k1@5/10]", 5, 10),
+        ("[k1@6/11]", 2, 11),
+        ("[k1@6/11]", 3, 11),
+        ("[k1@6/11]", 4, 11),
+        ("[k1@6/11]", 5, 11),
+        ("[k1@8/13]", 4, 13),
+        ("[k1@8/13]", 5, 13),
+        ("[k1@85/90]", 1, 90),
+    ]
+    assert suppressed == [
+        (w("k1", 5, 10), 5, 10),
+        (w("k1", 6, 11), 5, 11),
+        (w("k1", 8, 13), 5, 13),
+        (w("k1", 11, 16), 2, 13),
+        (w("k1", 12, 17), 1, 13),
+        (w("k1", 19, 24), 1, 24),
+    ]
 
 
 def test_a_session_leaves_the_buffer_at_end_plus_gap_plus_grace() -> None:

@@ -18,8 +18,13 @@ from streamtide.dsl.params import (
 )
 from streamtide.dsl.printed import Printed
 from streamtide.dsl.suppressed import BufferConfig, Suppressed
-from streamtide.dsl.windowed import SessionMerger, SessionWindowedKStream, TimeWindowedKStream
-from streamtide.dsl.windows import SessionWindows, TimeWindows
+from streamtide.dsl.windowed import (
+    SessionMerger,
+    SessionWindowedKStream,
+    SlidingWindowedKStream,
+    TimeWindowedKStream,
+)
+from streamtide.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
     "BranchedKStream",
@@ -39,6 +44,8 @@ __all__ = [
     "SessionMerger",
     "SessionWindowedKStream",
     "SessionWindows",
+    "SlidingWindowedKStream",
+    "SlidingWindows",
     "StreamsBuilder",
     "Suppressed",
     "TimeWindowedKStream",

@@ -18,13 +18,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from streamtide.dsl.sliding_processor import SlidingWindowAggregateProcessor
 from streamtide.dsl.windowed_processors import (
     Aggregator,
     Merger,
     SessionWindowAggregateProcessor,
     TimeWindowAggregateProcessor,
 )
-from streamtide.dsl.windows import SessionWindows, TimeWindows
+from streamtide.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
 from streamtide.processor import drops
 from streamtide.processor.api import ProcessorContext
 from streamtide.record import Record
@@ -97,15 +98,24 @@ class _FinalEmitter:
     def _open_index(self, context: ProcessorContext) -> None:
         self.index = CloseIndex(context.get_state_store(self.index_name).inner)
 
-    def _forward(
-        self,
-        context: ProcessorContext,
-        record: Record,
-        windowed: Windowed,
-        value: Any,
-        timestamp: int,
-    ) -> None:
-        context.forward(Record(windowed, value, timestamp, record.headers))
+    def _forward(self, record: Record, windowed: Windowed, value: Any, timestamp: int) -> None:
+        """A final result, straight downstream (never through the record cache)."""
+        self.context.forward(Record(windowed, value, timestamp, record.headers))  # type: ignore[attr-defined]
+
+    def _emit_closed_windows(self, record: Record, last_start: int, span: int) -> None:
+        """Emit every indexed window of a (timestamped) window store starting at or before
+        ``last_start``; ``span`` is the windows' end minus start."""
+        due = self.index.take_due(last_start)
+        if not due:
+            return
+        store = self.store  # type: ignore[attr-defined]
+        deserialize = store.key_serde.deserialize
+        for start, key_bytes in due:
+            key = deserialize(key_bytes)
+            found = store.get_with_timestamp(key, start, live_only=False)
+            if found is not None:
+                windowed = Windowed(key, Window(start, start + span))
+                self._forward(record, windowed, found.value, found.timestamp)
 
 
 class TimeWindowFinalProcessor(_FinalEmitter, TimeWindowAggregateProcessor):
@@ -142,18 +152,37 @@ class TimeWindowFinalProcessor(_FinalEmitter, TimeWindowAggregateProcessor):
         """Emit every window that ends at or before ``stream_time - grace``."""
         windows = self.windows
         close = self.context.current_stream_time_ms() - windows.grace_ms
-        due = self.index.take_due(close - windows.size_ms)
-        if not due:
+        self._emit_closed_windows(record, close - windows.size_ms, windows.size_ms)
+
+
+class SlidingWindowFinalProcessor(_FinalEmitter, SlidingWindowAggregateProcessor):
+    """A sliding-window aggregation that emits each window once, when stream time is past
+    ``end + grace`` (its end is inclusive). Every update (re)indexes its window: cheap, as
+    only open windows are updated, and a window's entry is written once per update."""
+
+    def __init__(
+        self,
+        store_name: str,
+        windows: SlidingWindows,
+        initializer: Callable[[], Any] | Any,
+        aggregator: Aggregator,
+    ) -> None:
+        super().__init__(store_name, windows, initializer, aggregator, caching_allowed=False)
+        self.index_name = store_name + INDEX_SUFFIX
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self._open_index(context)
+
+    def process(self, record: Record) -> None:
+        if not self._accept(record):
             return
-        deserialize = self.store.key_serde.deserialize
-        for start, key_bytes in due:
-            key = deserialize(key_bytes)
-            found = self.store.get_with_timestamp(key, start, live_only=False)
-            if found is not None:
-                window = Window(start, start + windows.size_ms)
-                self._forward(
-                    self.context, record, Windowed(key, window), found.value, found.timestamp
-                )
+        close = self.context.current_stream_time_ms() - self.grace
+        self._emit_closed_windows(record, close - self.difference - 1, self.difference)
+        super().process(record)
+
+    def _emit(self, record: Record, key: Windowed, value: Any, timestamp: int) -> None:
+        self.index.add(key.window.start, self.store.key_serde.serialize(key.key))
 
 
 class SessionWindowFinalProcessor(_FinalEmitter, SessionWindowAggregateProcessor):
@@ -212,4 +241,4 @@ class SessionWindowFinalProcessor(_FinalEmitter, SessionWindowAggregateProcessor
             key, start = deserialize(suffix[:-8]), decode_long(suffix, len(suffix) - 8)
             value = self.store.fetch_session(key, start, end, live_only=False)
             if value is not None:
-                self._forward(self.context, record, Windowed(key, Window(start, end)), value, end)
+                self._forward(record, Windowed(key, Window(start, end)), value, end)

@@ -12,19 +12,26 @@ from typing import TYPE_CHECKING, Any
 from streamtide.dsl.emit_strategy import EmitStrategy
 from streamtide.dsl.final_results import (
     SessionWindowFinalProcessor,
+    SlidingWindowFinalProcessor,
     TimeWindowFinalProcessor,
     index_store_builder,
 )
 from streamtide.dsl.ktable import KTable
 from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
 from streamtide.dsl.processors import NO_INITIALIZER
+from streamtide.dsl.sliding_processor import SlidingWindowAggregateProcessor
 from streamtide.dsl.windowed_processors import (
     SessionWindowAggregateProcessor,
     SessionWindowDistinctProcessor,
     TimeWindowAggregateProcessor,
     TimeWindowDistinctProcessor,
 )
-from streamtide.dsl.windows import DEFAULT_RETENTION_MS, SessionWindows, TimeWindows
+from streamtide.dsl.windows import (
+    DEFAULT_RETENTION_MS,
+    SessionWindows,
+    SlidingWindows,
+    TimeWindows,
+)
 from streamtide.errors import TopologyError
 from streamtide.processor.api import Processor, StoreBuilder
 from streamtide.serde import Serde, Serdes, WindowedSerde
@@ -44,13 +51,17 @@ _DISTINCT = "KSTREAM-DISTINCT-"
 
 
 def windowed_stream(
-    grouped: KGroupedStream, windows: TimeWindows | SessionWindows
-) -> TimeWindowedKStream | SessionWindowedKStream:
+    grouped: KGroupedStream, windows: TimeWindows | SessionWindows | SlidingWindows
+) -> TimeWindowedKStream | SessionWindowedKStream | SlidingWindowedKStream:
     if isinstance(windows, TimeWindows):
         return TimeWindowedKStream(grouped, windows)
     if isinstance(windows, SessionWindows):
         return SessionWindowedKStream(grouped, windows)
-    raise TypeError(f"windowed_by() needs TimeWindows or SessionWindows, got {windows!r}")
+    if isinstance(windows, SlidingWindows):
+        return SlidingWindowedKStream(grouped, windows)
+    raise TypeError(
+        f"windowed_by() needs TimeWindows, SessionWindows or SlidingWindows, got {windows!r}"
+    )
 
 
 class _WindowedKStream:
@@ -363,4 +374,98 @@ class SessionWindowedKStream(_WindowedKStream):
             lambda store, caching: SessionWindowDistinctProcessor(
                 store, windows, retention, caching
             ),
+        )
+
+
+class SlidingWindowedKStream(_WindowedKStream):
+    """A grouped stream aggregated over sliding windows (``SlidingWindows``): one window per
+    distinct set of a key's records at most the time difference apart."""
+
+    def __init__(self, grouped: KGroupedStream, windows: SlidingWindows) -> None:
+        super().__init__(grouped)
+        self.windows = windows
+        self._close_after_ms = windows.grace_ms
+
+    def _retention(self, materialized: Materialized) -> int:
+        """At least ``2 * time difference + grace``: a record reads the windows starting up to
+        two differences before it (one day by default)."""
+        needed = 2 * self.windows.time_difference_ms + self.windows.grace_ms
+        if materialized.retention is None:
+            return max(needed, DEFAULT_RETENTION_MS)
+        if materialized.retention < needed:
+            raise ValueError(
+                f"window store retention ({materialized.retention} ms) must be at least twice "
+                f"the time difference plus the grace period ({needed} ms) for sliding windows"
+            )
+        return materialized.retention
+
+    def _aggregate(
+        self,
+        prefix: str,
+        materialized: Materialized | None,
+        named: Named | str | None,
+        initializer: Any,
+        aggregator: Callable[[Any, Any, Any], Any],
+        value_serde: Serde | None,
+    ) -> KTable:
+        materialized = materialized or Materialized()
+        windows = self.windows
+        retention = self._retention(materialized)
+        size = windows.time_difference_ms
+        return self._build(
+            prefix,
+            materialized,
+            named,
+            value_serde,
+            lambda supplier, ks, vs: WindowStoreBuilder(
+                supplier, size, retention, ks, vs, timestamped=True
+            ),
+            (
+                (
+                    lambda store, _: SlidingWindowFinalProcessor(
+                        store, windows, initializer, aggregator
+                    )
+                )
+                if self._final
+                else lambda store, caching: SlidingWindowAggregateProcessor(
+                    store, windows, initializer, aggregator, caching
+                )
+            ),
+        )
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Fold each window's values with ``aggregator(key, value, aggregate)``."""
+        ensure_callable(initializer, "initializer")
+        ensure_callable(aggregator, "aggregator")
+        return self._aggregate(_AGGREGATE, materialized, named, initializer, aggregator, None)
+
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Combine each window's values with ``reducer(aggregate, value)``."""
+        ensure_callable(reducer, "reducer")
+        return self._aggregate(
+            _REDUCE,
+            materialized,
+            named,
+            NO_INITIALIZER,
+            lambda _k, v, agg: reducer(agg, v),
+            self.grouped.value_serde,
+        )
+
+    def count(
+        self, materialized: Materialized | None = None, named: Named | str | None = None
+    ) -> KTable:
+        """Number of records per key and window (``Serdes.long()`` values by default)."""
+        return self._aggregate(
+            _AGGREGATE, materialized, named, lambda: 0, lambda _k, _v, n: n + 1, Serdes.long()
         )

@@ -134,3 +134,42 @@ class SessionWindows:
 
     def __repr__(self) -> str:
         return f"SessionWindows(gap={self.gap_ms} ms, retention={self.retention_ms} ms)"
+
+
+@dataclass(frozen=True)
+class SlidingWindows:
+    """Windows of a fixed time difference that slide with the records (Kafka's KIP-450).
+
+    A window ``[start, start + time_difference]`` (both ends inclusive) exists for every
+    distinct set of a key's records that lie at most ``time_difference`` apart: each record
+    creates the window that ends at it (its left window) and, when later records follow within
+    the difference, the window that starts just after it (its right window). A window accepts
+    records while ``end >= stream_time - grace``.
+    """
+
+    time_difference_ms: int
+    grace_ms: int
+
+    @classmethod
+    def of_time_difference_and_grace(
+        cls, time_difference: Duration, grace: Duration
+    ) -> SlidingWindows:
+        """Windows of ``time_difference`` (> 0) accepting records ``grace`` after their end."""
+        difference = _positive(time_difference, "sliding window time difference")
+        grace_ms = to_millis(grace, "grace period")
+        if grace_ms < 0:
+            raise ValueError(f"grace period must not be negative, got {grace_ms} ms")
+        return cls(difference, grace_ms)
+
+    @classmethod
+    def of_time_difference_without_grace(cls, time_difference: Duration) -> SlidingWindows:
+        """Windows of ``time_difference`` that close at their end (grace 0)."""
+        return cls.of_time_difference_and_grace(time_difference, 0)
+
+    of_time_difference_with_no_grace = of_time_difference_without_grace
+
+    def __repr__(self) -> str:
+        return (
+            f"SlidingWindows(time_difference={self.time_difference_ms} ms, "
+            f"grace={self.grace_ms} ms)"
+        )
