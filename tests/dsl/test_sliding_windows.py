@@ -49,7 +49,7 @@ def run_records(
     operation: Callable[[Any], Any],
     records: list[tuple[str, str, int]],
     value_serde: Any = STRING,
-    strategy: EmitStrategy = EmitStrategy.on_window_update(),
+    strategy: EmitStrategy = EmitStrategy.ON_WINDOW_UPDATE,
 ) -> tuple[list[tuple], dict[str, int]]:
     builder = StreamsBuilder()
     windowed = (
@@ -74,7 +74,7 @@ def gathered(
     windows: SlidingWindows,
     operation: Callable[[Any], Any],
     values_at: list[tuple[str, int]],
-    strategy: EmitStrategy = EmitStrategy.on_window_update(),
+    strategy: EmitStrategy = EmitStrategy.ON_WINDOW_UPDATE,
 ) -> dict[int, set[tuple[str, int]]]:
     """Output grouped by window start (key "A"); every window spans the time difference.
     With ``on_window_close()`` every window is also checked to be emitted once."""
