@@ -19,13 +19,13 @@ from streamtide import (
     Serdes,
     SessionWindows,
     StreamsBuilder,
-    StreamsConfig,
     TimeWindows,
     TopologyError,
     Window,
     Windowed,
 )
 from streamtide.testing import TopologyTestDriver
+from tests.dsl.windowed_support import run_windowed, string_init, to_string_adder
 
 STRING = Serdes.string()
 FINAL = EmitStrategy.on_window_close()
@@ -41,37 +41,9 @@ def run(
     records: list[tuple[str, str, int]],
     value_serde: Any = STRING,
     strategy: EmitStrategy = FINAL,
-    driver_out: list | None = None,
 ) -> list[tuple]:
-    """Pipe ``(key, value, timestamp)`` records through ``windowed_by(windows)`` with the
-    emit strategy and ``operation``; return the output as (key, value, timestamp)."""
-    builder = StreamsBuilder()
-    windowed = (
-        builder.stream("in", Consumed.with_(STRING, STRING))
-        .group_by_key()
-        .windowed_by(windows)
-        .emit_strategy(strategy)
-    )
-    operation(windowed).to_stream().to("out")
-    config = StreamsConfig(
-        application_id="emit-final", default_key_serde=STRING, default_value_serde=STRING
-    )
-    with TopologyTestDriver(builder.build(), config) as driver:
-        inp = driver.create_input_topic("in", STRING, STRING)
-        for key, value, ts in records:
-            inp.pipe_input(key, value, timestamp=ts)
-        out = driver.create_output_topic("out", Serdes.windowed(STRING), value_serde)
-        if driver_out is not None:
-            driver_out.append(driver.metrics())
-        return [(r.key, r.value, r.timestamp) for r in out.read_records()]
-
-
-def string_init() -> str:
-    return "0"
-
-
-def to_string_adder(_key: Any, value: str, agg: str) -> str:
-    return f"{agg}+{value}"
+    """The output of ``run_windowed``, emitting final results by default."""
+    return run_windowed(windows, operation, records, value_serde, strategy)[0]
 
 
 def string_merger(_key: Any, left: str, right: str) -> str:
@@ -213,11 +185,11 @@ def test_a_window_closes_when_stream_time_reaches_end_plus_grace() -> None:
 
 
 def test_late_records_are_dropped_and_never_reopen_a_closed_window() -> None:
-    metrics: list = []
     records = [("a", "x", 0), ("a", "x", 10), ("a", "x", 3), ("a", "x", 20)]
-    out = run(TimeWindows.of_size(10), lambda s: s.count(), records, Serdes.long(), FINAL, metrics)
+    count = lambda s: s.count()  # noqa: E731
+    out, metrics = run_windowed(TimeWindows.of_size(10), count, records, Serdes.long(), FINAL)
     assert out == [(w("a", 0, 10), 1, 0), (w("a", 10, 20), 1, 10)]
-    assert metrics[0]["dropped-records"] == 1
+    assert metrics["dropped-records"] == 1
 
 
 def test_emit_final_bypasses_the_record_cache() -> None:
@@ -353,10 +325,9 @@ def test_sessions_of_many_keys_close_in_end_then_key_order() -> None:
     ],
 )
 def test_a_record_for_a_closed_session_is_dropped(grace: int, records: list) -> None:
-    metrics: list = []
     windows = SessionWindows.of_inactivity_gap_and_grace(10, grace)
-    out = run(windows, lambda s: s.count(), records, Serdes.long(), FINAL, metrics)
-    assert metrics[0]["dropped-records"] == 1
+    out, metrics = run_windowed(windows, lambda s: s.count(), records, Serdes.long(), FINAL)
+    assert metrics["dropped-records"] == 1
     assert all(key.key != "Late1" for key, _, _ in out)
 
 

@@ -19,21 +19,12 @@ from streamtide import (
     Serdes,
     SlidingWindows,
     StreamsBuilder,
-    StreamsConfig,
     Window,
     Windowed,
 )
-from streamtide.testing import TopologyTestDriver
+from tests.dsl.windowed_support import run_windowed, string_init, to_string_adder
 
 STRING = Serdes.string()
-
-
-def string_init() -> str:
-    return "0"
-
-
-def to_string_adder(_key: Any, value: str, agg: str) -> str:
-    return f"{agg}+{value}"
 
 
 def aggregate(s: Any) -> Any:
@@ -42,32 +33,6 @@ def aggregate(s: Any) -> Any:
 
 def reduce(s: Any) -> Any:
     return s.reduce(lambda agg, value: f"{agg}+{value}", Materialized.as_("sliding"))
-
-
-def run_records(
-    windows: SlidingWindows,
-    operation: Callable[[Any], Any],
-    records: list[tuple[str, str, int]],
-    value_serde: Any = STRING,
-    strategy: EmitStrategy = EmitStrategy.ON_WINDOW_UPDATE,
-) -> tuple[list[tuple], dict[str, int]]:
-    builder = StreamsBuilder()
-    windowed = (
-        builder.stream("in", Consumed.with_(STRING, STRING))
-        .group_by_key()
-        .windowed_by(windows)
-        .emit_strategy(strategy)
-    )
-    operation(windowed).to_stream().to("out")
-    config = StreamsConfig(
-        application_id="sliding", default_key_serde=STRING, default_value_serde=STRING
-    )
-    with TopologyTestDriver(builder.build(), config) as driver:
-        inp = driver.create_input_topic("in", STRING, STRING)
-        for key, value, ts in records:
-            inp.pipe_input(key, value, timestamp=ts)
-        out = driver.create_output_topic("out", Serdes.windowed(STRING), value_serde)
-        return [(r.key, r.value, r.timestamp) for r in out.read_records()], driver.metrics()
 
 
 def gathered(
@@ -80,7 +45,7 @@ def gathered(
     With ``on_window_close()`` every window is also checked to be emitted once."""
     records = [("A", value, ts) for value, ts in values_at]
     found: dict[int, set[tuple[str, int]]] = {}
-    out = run_records(windows, operation, records, STRING, strategy)[0]
+    out = run_windowed(windows, operation, records, STRING, strategy)[0]
     if strategy is EmitStrategy.ON_WINDOW_CLOSE:
         assert len({key for key, _, _ in out}) == len(out)
     for key, value, ts in out:
@@ -182,7 +147,7 @@ def test_no_grace_period_small_input() -> None:
 def test_count_keeps_keys_apart_and_emits_updates_in_kafka_order() -> None:
     windows = SlidingWindows.of_time_difference_and_grace(10, 5)
     records = [("a", "x", 10), ("b", "x", 12), ("a", "x", 15)]
-    out, _ = run_records(windows, lambda s: s.count(), records, Serdes.long())
+    out, _ = run_windowed(windows, lambda s: s.count(), records, Serdes.long())
     w = lambda key, start: Windowed(key, Window(start, start + 10))  # noqa: E731
     assert out == [
         (w("a", 0), 1, 10),
@@ -195,7 +160,7 @@ def test_count_keeps_keys_apart_and_emits_updates_in_kafka_order() -> None:
 def test_late_records_are_dropped_and_counted() -> None:
     windows = SlidingWindows.of_time_difference_and_grace(10, 5)
     records = [("a", "x", 100), ("a", "x", 84)]  # 84 + 10 < 100 - 5
-    out, metrics = run_records(windows, lambda s: s.count(), records, Serdes.long())
+    out, metrics = run_windowed(windows, lambda s: s.count(), records, Serdes.long())
     assert [start for (key, _, _) in out for start in [key.window.start]] == [90]
     assert metrics["dropped-records"] == 1
 

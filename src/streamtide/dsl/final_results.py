@@ -15,17 +15,13 @@ timestamp (time windows: the largest record timestamp; sessions: the session end
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from streamtide.dsl.sliding_processor import SlidingWindowAggregateProcessor
 from streamtide.dsl.windowed_processors import (
-    Aggregator,
-    Merger,
     SessionWindowAggregateProcessor,
     TimeWindowAggregateProcessor,
 )
-from streamtide.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
 from streamtide.processor import drops
 from streamtide.processor.api import ProcessorContext
 from streamtide.record import Record
@@ -90,13 +86,16 @@ class CloseIndex:
 
 
 class _FinalEmitter:
-    """What both emit-final processors share: the index and the direct forward."""
+    """What the emit-final processors share: the index and the direct forward. It comes
+    first among a processor's bases, so its ``init`` opens the index after the aggregation's
+    (which is built with caching off: final results never go through the record cache)."""
 
-    index_name: str
     index: CloseIndex
 
-    def _open_index(self, context: ProcessorContext) -> None:
-        self.index = CloseIndex(context.get_state_store(self.index_name).inner)
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)  # type: ignore[misc]
+        index_name = self.store_name + INDEX_SUFFIX  # type: ignore[attr-defined]
+        self.index = CloseIndex(context.get_state_store(index_name).inner)
 
     def _forward(self, record: Record, windowed: Windowed, value: Any, timestamp: int) -> None:
         """A final result, straight downstream (never through the record cache)."""
@@ -122,20 +121,6 @@ class TimeWindowFinalProcessor(_FinalEmitter, TimeWindowAggregateProcessor):
     """A time-window aggregation that emits each window once, at ``stream_time >= end +
     grace``. The index orders windows by start (all windows have one size)."""
 
-    def __init__(
-        self,
-        store_name: str,
-        windows: TimeWindows,
-        initializer: Callable[[], Any] | Any,
-        aggregator: Aggregator,
-    ) -> None:
-        super().__init__(store_name, windows, initializer, aggregator, caching_allowed=False)
-        self.index_name = store_name + INDEX_SUFFIX
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self._open_index(context)
-
     def process(self, record: Record) -> None:
         if not self._accept(record):
             return
@@ -160,20 +145,6 @@ class SlidingWindowFinalProcessor(_FinalEmitter, SlidingWindowAggregateProcessor
     ``end + grace`` (its end is inclusive). Every update (re)indexes its window: cheap, as
     only open windows are updated, and a window's entry is written once per update."""
 
-    def __init__(
-        self,
-        store_name: str,
-        windows: SlidingWindows,
-        initializer: Callable[[], Any] | Any,
-        aggregator: Aggregator,
-    ) -> None:
-        super().__init__(store_name, windows, initializer, aggregator, caching_allowed=False)
-        self.index_name = store_name + INDEX_SUFFIX
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self._open_index(context)
-
     def process(self, record: Record) -> None:
         if not self._accept(record):
             return
@@ -191,30 +162,13 @@ class SessionWindowFinalProcessor(_FinalEmitter, SessionWindowAggregateProcessor
     would already be closed is late: dropped and counted. The index orders sessions by end,
     then serialized key, then start."""
 
-    def __init__(
-        self,
-        store_name: str,
-        windows: SessionWindows,
-        retention_ms: int,
-        initializer: Callable[[], Any] | Any,
-        aggregator: Aggregator,
-        merger: Merger,
-    ) -> None:
-        super().__init__(store_name, windows, retention_ms, initializer, aggregator, merger, False)
-        self.close_after_ms = windows.retention_ms  # gap + grace
-        self.index_name = store_name + INDEX_SUFFIX
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self._open_index(context)
-
     def _suffix(self, session: Windowed) -> bytes:
         return self.store.key_serde.serialize(session.key) + encode_long(session.window.start)
 
     def process(self, record: Record) -> None:
         if not self._accept(record):
             return
-        close = self.context.current_stream_time_ms() - self.close_after_ms
+        close = self.context.current_stream_time_ms() - self.windows.retention_ms  # gap+grace
         self._emit_closed(record, close)
         merged, new, agg = self._merge(record)
         if new.window.end < close:

@@ -132,7 +132,60 @@ class _WindowedKStream:
         )
 
 
-class TimeWindowedKStream(_WindowedKStream):
+class _FixedWindowAggregations(_WindowedKStream):
+    """``aggregate``, ``reduce`` and ``count`` of the window kinds without a session merger
+    (time and sliding windows); each kind supplies ``_aggregate``."""
+
+    def _aggregate(
+        self,
+        prefix: str,
+        materialized: Materialized | None,
+        named: Named | str | None,
+        initializer: Any,
+        aggregator: Callable[[Any, Any, Any], Any],
+        value_serde: Serde | None,
+    ) -> KTable:
+        raise NotImplementedError
+
+    def aggregate(
+        self,
+        initializer: Callable[[], Any],
+        aggregator: Callable[[Any, Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Fold each window's values with ``aggregator(key, value, aggregate)``."""
+        ensure_callable(initializer, "initializer")
+        ensure_callable(aggregator, "aggregator")
+        return self._aggregate(_AGGREGATE, materialized, named, initializer, aggregator, None)
+
+    def reduce(
+        self,
+        reducer: Callable[[Any, Any], Any],
+        materialized: Materialized | None = None,
+        named: Named | str | None = None,
+    ) -> KTable:
+        """Combine each window's values with ``reducer(aggregate, value)``."""
+        ensure_callable(reducer, "reducer")
+        return self._aggregate(
+            _REDUCE,
+            materialized,
+            named,
+            NO_INITIALIZER,
+            lambda _k, v, agg: reducer(agg, v),
+            self.grouped.value_serde,
+        )
+
+    def count(
+        self, materialized: Materialized | None = None, named: Named | str | None = None
+    ) -> KTable:
+        """Number of records per key and window (``Serdes.long()`` values by default)."""
+        return self._aggregate(
+            _AGGREGATE, materialized, named, lambda: 0, lambda _k, _v, n: n + 1, Serdes.long()
+        )
+
+
+class TimeWindowedKStream(_FixedWindowAggregations):
     """A grouped stream cut into fixed-size (tumbling or hopping) time windows."""
 
     def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
@@ -181,49 +234,16 @@ class TimeWindowedKStream(_WindowedKStream):
             value_serde,
             self._store(retention, timestamped=True),
             (
-                (lambda store, _: TimeWindowFinalProcessor(store, windows, initializer, aggregator))
+                (
+                    lambda store, _: TimeWindowFinalProcessor(
+                        store, windows, initializer, aggregator, False
+                    )
+                )
                 if self._final
                 else lambda store, caching: TimeWindowAggregateProcessor(
                     store, windows, initializer, aggregator, caching
                 )
             ),
-        )
-
-    def aggregate(
-        self,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
-        materialized: Materialized | None = None,
-        named: Named | str | None = None,
-    ) -> KTable:
-        """Fold each window's values with ``aggregator(key, value, aggregate)``."""
-        ensure_callable(initializer, "initializer")
-        ensure_callable(aggregator, "aggregator")
-        return self._aggregate(_AGGREGATE, materialized, named, initializer, aggregator, None)
-
-    def reduce(
-        self,
-        reducer: Callable[[Any, Any], Any],
-        materialized: Materialized | None = None,
-        named: Named | str | None = None,
-    ) -> KTable:
-        """Combine each window's values with ``reducer(aggregate, value)``."""
-        ensure_callable(reducer, "reducer")
-        return self._aggregate(
-            _REDUCE,
-            materialized,
-            named,
-            NO_INITIALIZER,
-            lambda _k, v, agg: reducer(agg, v),
-            self.grouped.value_serde,
-        )
-
-    def count(
-        self, materialized: Materialized | None = None, named: Named | str | None = None
-    ) -> KTable:
-        """Number of records per key and window (``Serdes.long()`` values by default)."""
-        return self._aggregate(
-            _AGGREGATE, materialized, named, lambda: 0, lambda _k, _v, n: n + 1, Serdes.long()
         )
 
     def distinct(
@@ -292,7 +312,7 @@ class SessionWindowedKStream(_WindowedKStream):
         def make(store: str, caching: bool) -> Processor:
             if self._final:
                 return SessionWindowFinalProcessor(
-                    store, windows, retention, initializer, aggregator, merger
+                    store, windows, retention, initializer, aggregator, merger, False
                 )
             return SessionWindowAggregateProcessor(
                 store, windows, retention, initializer, aggregator, merger, caching
@@ -377,7 +397,7 @@ class SessionWindowedKStream(_WindowedKStream):
         )
 
 
-class SlidingWindowedKStream(_WindowedKStream):
+class SlidingWindowedKStream(_FixedWindowAggregations):
     """A grouped stream aggregated over sliding windows (``SlidingWindows``): one window per
     distinct set of a key's records at most the time difference apart."""
 
@@ -423,7 +443,7 @@ class SlidingWindowedKStream(_WindowedKStream):
             (
                 (
                     lambda store, _: SlidingWindowFinalProcessor(
-                        store, windows, initializer, aggregator
+                        store, windows, initializer, aggregator, False
                     )
                 )
                 if self._final
@@ -431,41 +451,4 @@ class SlidingWindowedKStream(_WindowedKStream):
                     store, windows, initializer, aggregator, caching
                 )
             ),
-        )
-
-    def aggregate(
-        self,
-        initializer: Callable[[], Any],
-        aggregator: Callable[[Any, Any, Any], Any],
-        materialized: Materialized | None = None,
-        named: Named | str | None = None,
-    ) -> KTable:
-        """Fold each window's values with ``aggregator(key, value, aggregate)``."""
-        ensure_callable(initializer, "initializer")
-        ensure_callable(aggregator, "aggregator")
-        return self._aggregate(_AGGREGATE, materialized, named, initializer, aggregator, None)
-
-    def reduce(
-        self,
-        reducer: Callable[[Any, Any], Any],
-        materialized: Materialized | None = None,
-        named: Named | str | None = None,
-    ) -> KTable:
-        """Combine each window's values with ``reducer(aggregate, value)``."""
-        ensure_callable(reducer, "reducer")
-        return self._aggregate(
-            _REDUCE,
-            materialized,
-            named,
-            NO_INITIALIZER,
-            lambda _k, v, agg: reducer(agg, v),
-            self.grouped.value_serde,
-        )
-
-    def count(
-        self, materialized: Materialized | None = None, named: Named | str | None = None
-    ) -> KTable:
-        """Number of records per key and window (``Serdes.long()`` values by default)."""
-        return self._aggregate(
-            _AGGREGATE, materialized, named, lambda: 0, lambda _k, _v, n: n + 1, Serdes.long()
         )

@@ -145,6 +145,7 @@ class SessionWindowAggregateProcessor(_WindowedProcessor):
         caching_allowed: bool,
     ) -> None:
         super().__init__(store_name, caching_allowed)
+        self.windows = windows
         self.gap = windows.gap_ms
         self.retention_ms = retention_ms
         self.initializer = initializer
