@@ -17,13 +17,9 @@ from streamtide.dsl.params import (
     Repartitioned,
 )
 from streamtide.dsl.printed import Printed
+from streamtide.dsl.sliding_windowed import SlidingWindowedKStream
 from streamtide.dsl.suppressed import BufferConfig, Suppressed
-from streamtide.dsl.windowed import (
-    SessionMerger,
-    SessionWindowedKStream,
-    SlidingWindowedKStream,
-    TimeWindowedKStream,
-)
+from streamtide.dsl.windowed import SessionMerger, SessionWindowedKStream, TimeWindowedKStream
 from streamtide.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [

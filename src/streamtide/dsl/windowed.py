@@ -12,14 +12,12 @@ from typing import TYPE_CHECKING, Any
 from streamtide.dsl.emit_strategy import EmitStrategy
 from streamtide.dsl.final_results import (
     SessionWindowFinalProcessor,
-    SlidingWindowFinalProcessor,
     TimeWindowFinalProcessor,
     index_store_builder,
 )
 from streamtide.dsl.ktable import KTable
 from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
 from streamtide.dsl.processors import NO_INITIALIZER
-from streamtide.dsl.sliding_processor import SlidingWindowAggregateProcessor
 from streamtide.dsl.windowed_processors import (
     SessionWindowAggregateProcessor,
     SessionWindowDistinctProcessor,
@@ -52,12 +50,14 @@ _DISTINCT = "KSTREAM-DISTINCT-"
 
 def windowed_stream(
     grouped: KGroupedStream, windows: TimeWindows | SessionWindows | SlidingWindows
-) -> TimeWindowedKStream | SessionWindowedKStream | SlidingWindowedKStream:
+) -> _WindowedKStream:
     if isinstance(windows, TimeWindows):
         return TimeWindowedKStream(grouped, windows)
     if isinstance(windows, SessionWindows):
         return SessionWindowedKStream(grouped, windows)
     if isinstance(windows, SlidingWindows):
+        from streamtide.dsl.sliding_windowed import SlidingWindowedKStream
+
         return SlidingWindowedKStream(grouped, windows)
     raise TypeError(
         f"windowed_by() needs TimeWindows, SessionWindows or SlidingWindows, got {windows!r}"
@@ -132,7 +132,7 @@ class _WindowedKStream:
         )
 
 
-class _FixedWindowAggregations(_WindowedKStream):
+class FixedWindowAggregations(_WindowedKStream):
     """``aggregate``, ``reduce`` and ``count`` of the window kinds without a session merger
     (time and sliding windows); each kind supplies ``_aggregate``."""
 
@@ -185,7 +185,7 @@ class _FixedWindowAggregations(_WindowedKStream):
         )
 
 
-class TimeWindowedKStream(_FixedWindowAggregations):
+class TimeWindowedKStream(FixedWindowAggregations):
     """A grouped stream cut into fixed-size (tumbling or hopping) time windows."""
 
     def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
@@ -393,62 +393,5 @@ class SessionWindowedKStream(_WindowedKStream):
             lambda supplier, ks, vs: SessionStoreBuilder(supplier, retention, ks, vs),
             lambda store, caching: SessionWindowDistinctProcessor(
                 store, windows, retention, caching
-            ),
-        )
-
-
-class SlidingWindowedKStream(_FixedWindowAggregations):
-    """A grouped stream aggregated over sliding windows (``SlidingWindows``): one window per
-    distinct set of a key's records at most the time difference apart."""
-
-    def __init__(self, grouped: KGroupedStream, windows: SlidingWindows) -> None:
-        super().__init__(grouped)
-        self.windows = windows
-        self._close_after_ms = windows.grace_ms
-
-    def _retention(self, materialized: Materialized) -> int:
-        """At least ``2 * time difference + grace``: a record reads the windows starting up to
-        two differences before it (one day by default)."""
-        needed = 2 * self.windows.time_difference_ms + self.windows.grace_ms
-        if materialized.retention is None:
-            return max(needed, DEFAULT_RETENTION_MS)
-        if materialized.retention < needed:
-            raise ValueError(
-                f"window store retention ({materialized.retention} ms) must be at least twice "
-                f"the time difference plus the grace period ({needed} ms) for sliding windows"
-            )
-        return materialized.retention
-
-    def _aggregate(
-        self,
-        prefix: str,
-        materialized: Materialized | None,
-        named: Named | str | None,
-        initializer: Any,
-        aggregator: Callable[[Any, Any, Any], Any],
-        value_serde: Serde | None,
-    ) -> KTable:
-        materialized = materialized or Materialized()
-        windows = self.windows
-        retention = self._retention(materialized)
-        size = windows.time_difference_ms
-        return self._build(
-            prefix,
-            materialized,
-            named,
-            value_serde,
-            lambda supplier, ks, vs: WindowStoreBuilder(
-                supplier, size, retention, ks, vs, timestamped=True
-            ),
-            (
-                (
-                    lambda store, _: SlidingWindowFinalProcessor(
-                        store, windows, initializer, aggregator, False
-                    )
-                )
-                if self._final
-                else lambda store, caching: SlidingWindowAggregateProcessor(
-                    store, windows, initializer, aggregator, caching
-                )
             ),
         )

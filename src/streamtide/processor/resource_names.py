@@ -84,9 +84,12 @@ def name_change_error(application_id: str, old: ResourceNames, new: ResourceName
     added_topics = sorted(set(new.topics) - set(old.topics))
 
     def listed(stores: list[str], topics: list[str]) -> str:
-        parts = [f"stores {', '.join(stores)}" if stores else "", ""]
-        parts[1] = f"internal topics {', '.join(topics)}" if topics else ""
-        return "; ".join(p for p in parts if p) or "none"
+        parts = [
+            f"{what} {', '.join(names)}"
+            for what, names in (("stores", stores), ("internal topics", topics))
+            if names
+        ]
+        return "; ".join(parts) or "none"
 
     return (
         f"the topology of application {application_id!r} no longer has state it ran with: "
