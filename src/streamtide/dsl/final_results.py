@@ -3,11 +3,12 @@
 A window's final result is emitted once, when the window closes, and updates of open windows
 are not emitted at all. To find the windows that close without scanning the open ones, each
 aggregation keeps a second, changelogged store: an index of the windows not yet emitted,
-ordered by the time they close at (a time window by its start, a session by its end), then by
-serialized key. When stream time passes the oldest indexed entry's close time, one range scan
-of the index yields exactly the windows to emit (in Kafka's order: time, then key); their
-entries are deleted in the same batch of writes as the emission, so a restart or a task move
-neither re-emits a final result nor loses one. Between closes, a record costs one comparison.
+ordered by the time they close at (time and sliding windows by their start, sessions by
+their end), then by serialized key. When stream time passes the oldest indexed entry's close
+time, one range scan of the index yields exactly the windows to emit (in Kafka's order: time,
+then key); their entries are deleted in the same batch of writes as the emission, so a
+restart or a task move neither re-emits a final result nor loses one. Between closes, a
+record costs one comparison.
 
 Final results bypass the record cache (as in Kafka Streams) and carry the window's result
 timestamp (time windows: the largest record timestamp; sessions: the session end).
@@ -47,7 +48,7 @@ def index_store_builder(store_name: str, store_kind: str, logging: bool) -> KeyV
 class CloseIndex:
     """Windows not yet emitted, as ``close-ordering time | suffix`` keys over a bytes store.
 
-    The oldest indexed time is cached, so that ``due`` reads the store only once a window can
+    The oldest indexed time is cached, so that ``take_due`` reads the store only once a window can
     have closed; it is a lower bound (a removed entry may leave it too low, which costs one
     empty range scan, never a missed window).
     """
