@@ -193,7 +193,12 @@ class SessionWindowFinalProcessor(_FinalEmitter, SessionWindowAggregateProcessor
             return
         deserialize = self.store.key_serde.deserialize
         for end, suffix in due:
-            key, start = deserialize(suffix[:-8]), decode_long(suffix, len(suffix) - 8)
-            value = self.store.fetch_session(key, start, end, live_only=False)
+            key_bytes, start = suffix[:-8], decode_long(suffix, len(suffix) - 8)
+            key = deserialize(key_bytes)
+            value = self._final_value(key, key_bytes, start, end)
             if value is not None:
                 self._forward(record, Windowed(key, Window(start, end)), value, end)
+
+    def _final_value(self, key: Any, key_bytes: bytes, start: int, end: int) -> Any:
+        """The aggregate of a session that just closed (read even though it has expired)."""
+        return self.store.fetch_session(key, start, end, live_only=False)
