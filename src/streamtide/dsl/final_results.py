@@ -48,21 +48,28 @@ def index_store_builder(store_name: str, store_kind: str, logging: bool) -> KeyV
 class CloseIndex:
     """Windows not yet emitted, as ``close-ordering time | suffix`` keys over a bytes store.
 
-    The oldest indexed time is cached, so that ``take_due`` reads the store only once a window can
-    have closed; it is a lower bound (a removed entry may leave it too low, which costs one
-    empty range scan, never a missed window).
+    It keeps a floor below which nothing is indexed (read once, then raised past every range
+    it empties), so each scan reads only the entries it takes: never the open windows, nor
+    the deleted entries of windows already emitted. While the oldest entry is known (after
+    the first read and after an add) a record whose close time has not reached it costs a
+    comparison and no scan.
     """
 
     def __init__(self, inner: KeyValueBytesStore) -> None:
         self.inner = inner
-        self._oldest: int | None = None  # unknown until first needed
+        self._floor: int | None = None  # no entry below it; None: not read yet
+        self._oldest: int | None = None  # the oldest entry's time when known, else None
 
-    def _read_oldest(self) -> int:
+    def _read_floor(self) -> int:
         first = next(iter(self.inner.range(None, None)), None)
-        return MAX_LONG if first is None else decode_long(first[0])
+        floor = MAX_LONG if first is None else decode_long(first[0])
+        self._oldest = floor
+        return floor
 
     def add(self, time: int, suffix: bytes) -> None:
         self.inner.put(encode_long(time) + suffix, b"")
+        if self._floor is not None and time < self._floor:
+            self._floor = time
         if self._oldest is not None and time < self._oldest:
             self._oldest = time
 
@@ -71,18 +78,21 @@ class CloseIndex:
 
     def take_due(self, upper: int) -> list[tuple[int, bytes]]:
         """Remove and return the entries with time ``<= upper``, in order."""
-        if self._oldest is None:
-            self._oldest = self._read_oldest()
-        if upper < self._oldest:
+        floor = self._floor
+        if floor is None:
+            floor = self._floor = self._read_floor()
+        oldest = self._oldest
+        if upper < floor or (oldest is not None and upper < oldest):
             return []
         due = [
             (time, key[8:])
-            for key, _ in self.inner.range(None, encode_long(upper + 1))
+            for key, _ in self.inner.range(encode_long(floor), encode_long(upper + 1))
             if (time := decode_long(key)) <= upper
         ]
         for time, suffix in due:
             self.remove(time, suffix)
-        self._oldest = self._read_oldest()
+        self._floor = upper + 1
+        self._oldest = None
         return due
 
 

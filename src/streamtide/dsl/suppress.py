@@ -8,8 +8,7 @@ restart or a task move like any other store::
     b"m"                       ->  observed stream time | records | bytes
 
 A key keeps the buffer time it entered with (later updates replace its value in place, as in
-Kafka Streams). Records leave in buffer-time order, then key order; the oldest buffer time is
-cached, so a record that evicts nothing costs no range scan.
+Kafka Streams). Records leave in buffer-time order, then key order.
 """
 
 from __future__ import annotations
@@ -65,7 +64,12 @@ def entry_size(key: bytes, entry: bytes) -> int:
 
 
 class SuppressionBuffer:
-    """Buffered records by buffer time over a bytes store (see the module docstring)."""
+    """Buffered records by buffer time over a bytes store (see the module docstring).
+
+    A floor below which nothing is buffered bounds every scan from below (read once, raised
+    past what is evicted, lowered by an older put), so a scan reads the records it evicts
+    and not the deleted entries of those evicted before.
+    """
 
     def __init__(self, inner: KeyValueBytesStore) -> None:
         self.inner = inner
@@ -74,13 +78,13 @@ class SuppressionBuffer:
             self.observed, self.records, self.size = -1, 0, 0
         else:
             self.observed, self.records, self.size = (decode_long(meta, i) for i in (0, 8, 16))
-        self._min: int | None = None  # unknown until needed
+        self._floor: int | None = None  # no record below this buffer time; None: not read
 
-    def min_time(self) -> int:
-        if self._min is None:
+    def _low(self) -> bytes:
+        if self._floor is None:
             first = next(iter(self.inner.range(_BY_TIME, _BY_TIME_END)), None)
-            self._min = MAX_LONG if first is None else decode_long(first[0], 1)
-        return self._min
+            self._floor = MAX_LONG if first is None else decode_long(first[0], 1)
+        return _BY_TIME + encode_long(self._floor)
 
     def put(self, time: int, key: bytes, entry: bytes) -> None:
         """Buffer ``entry`` for ``key``; a key already buffered keeps its buffer time."""
@@ -93,21 +97,35 @@ class SuppressionBuffer:
             slot = _BY_TIME + at + key
             self.inner.put(_BY_KEY + key, at)
             self.records += 1
-            if self._min is not None and time < self._min:
-                self._min = time
+            if self._floor is not None and time < self._floor:
+                self._floor = time
         self.inner.put(slot, entry)
         self.size += entry_size(key, entry)
 
-    def pop_oldest(self) -> tuple[bytes, bytes]:
-        """Remove and return the oldest ``(key, entry)`` (the buffer must not be empty)."""
-        slot, entry = next(iter(self.inner.range(_BY_TIME, _BY_TIME_END)))
+    def _take(self, slot: bytes, entry: bytes) -> tuple[bytes, bytes]:
         key = slot[9:]
         self.inner.put(slot, None)
         self.inner.put(_BY_KEY + key, None)
         self.records -= 1
         self.size -= entry_size(key, entry)
-        self._min = None
         return key, entry
+
+    def pop_due(self, expiry: int) -> list[tuple[bytes, bytes]]:
+        """Remove and return the ``(key, entry)`` records with buffer time ``<= expiry``, in
+        buffer-time then key order."""
+        low = self._low()
+        if not self.records or self._floor > expiry:  # type: ignore[operator]
+            return []
+        found = list(self.inner.range(low, _BY_TIME + encode_long(expiry + 1)))
+        due = [self._take(slot, entry) for slot, entry in found if decode_long(slot, 1) <= expiry]
+        self._floor = expiry + 1
+        return due
+
+    def pop_oldest(self) -> tuple[bytes, bytes]:
+        """Remove and return the oldest ``(key, entry)`` (the buffer must not be empty)."""
+        slot, entry = next(iter(self.inner.range(self._low(), _BY_TIME_END)))
+        self._floor = decode_long(slot, 1)
+        return self._take(slot, entry)
 
     def save(self) -> None:
         """Store the observed stream time and the counts (one write per processed record)."""
@@ -159,9 +177,8 @@ class SuppressProcessor(Processor):
         value = None if record.value is None else self.value_serde.serialize(record.value)  # type: ignore[union-attr]
         key = self.key_serde.serialize(record.key)  # type: ignore[union-attr]
         buffer.put(time, key, encode_entry(record.timestamp, record.headers, value))
-        expiry = buffer.observed - self.wait_ms
-        while buffer.records and buffer.min_time() <= expiry:
-            self._emit(*buffer.pop_oldest())
+        for key, entry in buffer.pop_due(buffer.observed - self.wait_ms):
+            self._emit(key, entry)
         config = self.buffer_config
         if config.is_over(buffer.records, buffer.size):
             if config.when_full is BufferFull.SHUT_DOWN:

@@ -134,7 +134,18 @@ class _WindowedKStream:
 
 class FixedWindowAggregations(_WindowedKStream):
     """``aggregate``, ``reduce`` and ``count`` of the window kinds without a session merger
-    (time and sliding windows); each kind supplies ``_aggregate``."""
+    (time and sliding windows), over a timestamped window store. Each kind names its window
+    size, its retention and its processors: ``(on update, on close)``, both built as
+    ``processor(store, windows, initializer, aggregator, caching)``."""
+
+    windows: Any
+    _processors: tuple[type[Processor], type[Processor]]
+
+    def _window_size_ms(self) -> int:
+        raise NotImplementedError
+
+    def _retention(self, materialized: Materialized) -> int:
+        raise NotImplementedError
 
     def _aggregate(
         self,
@@ -145,7 +156,26 @@ class FixedWindowAggregations(_WindowedKStream):
         aggregator: Callable[[Any, Any, Any], Any],
         value_serde: Serde | None,
     ) -> KTable:
-        raise NotImplementedError
+        materialized = materialized or Materialized()
+        windows, final = self.windows, self._final
+        retention, size = self._retention(materialized), self._window_size_ms()
+        on_update, on_close = self._processors
+
+        def make(store: str, caching: bool) -> Processor:  # captures no builder state
+            if final:
+                return on_close(store, windows, initializer, aggregator, False)  # type: ignore[call-arg]
+            return on_update(store, windows, initializer, aggregator, caching)  # type: ignore[call-arg]
+
+        return self._build(
+            prefix,
+            materialized,
+            named,
+            value_serde,
+            lambda supplier, ks, vs: WindowStoreBuilder(
+                supplier, size, retention, ks, vs, timestamped=True
+            ),
+            make,
+        )
 
     def aggregate(
         self,
@@ -188,6 +218,8 @@ class FixedWindowAggregations(_WindowedKStream):
 class TimeWindowedKStream(FixedWindowAggregations):
     """A grouped stream cut into fixed-size (tumbling or hopping) time windows."""
 
+    _processors = (TimeWindowAggregateProcessor, TimeWindowFinalProcessor)
+
     def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
         super().__init__(grouped)
         self.windows = windows
@@ -215,36 +247,8 @@ class TimeWindowedKStream(FixedWindowAggregations):
             supplier, size, retention, ks, vs, timestamped=timestamped
         )
 
-    def _aggregate(
-        self,
-        prefix: str,
-        materialized: Materialized | None,
-        named: Named | str | None,
-        initializer: Any,
-        aggregator: Callable[[Any, Any, Any], Any],
-        value_serde: Serde | None,
-    ) -> KTable:
-        materialized = materialized or Materialized()
-        windows = self.windows
-        retention = self._retention(materialized)
-        return self._build(
-            prefix,
-            materialized,
-            named,
-            value_serde,
-            self._store(retention, timestamped=True),
-            (
-                (
-                    lambda store, _: TimeWindowFinalProcessor(
-                        store, windows, initializer, aggregator, False
-                    )
-                )
-                if self._final
-                else lambda store, caching: TimeWindowAggregateProcessor(
-                    store, windows, initializer, aggregator, caching
-                )
-            ),
-        )
+    def _window_size_ms(self) -> int:
+        return self.windows.size_ms
 
     def distinct(
         self, materialized: Materialized | None = None, named: Named | str | None = None
