@@ -34,7 +34,6 @@ from tests.engine.scenarios import (
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-
 def tree_cpu_seconds(root: int) -> float:
     """User + system CPU seconds of ``root`` and every live descendant (Linux /proc)."""
     ticks = os.sysconf("SC_CLK_TCK")

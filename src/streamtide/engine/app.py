@@ -47,6 +47,7 @@ from streamtide.engine.ranges import aligned_ends
 from streamtide.engine.shipping import ship_user_modules
 from streamtide.engine.sources import SourcePosition, input_start
 from streamtide.engine.status import read_status
+from streamtide.engine.topology_names import check_resource_names
 from streamtide.engine.worker import make_work
 from streamtide.errors import StreamtideError
 from streamtide.log import open_log
@@ -149,6 +150,7 @@ class StreamsApp:
         ship_user_modules(self.topology)
         self._blob = cloudpickle.dumps((self.topology, self.config, self.stores_factory))
         last = self.committer.start()  # takes an epoch: any older driver is fenced now
+        check_resource_names(self.app_dir, self.topology, self.config)
         self._next_batch = resume_batch(last)
         if last is not None:
             batch = last.batch

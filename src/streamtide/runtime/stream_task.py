@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from streamtide.config import StreamsConfig
 from streamtide.errors import (
+    BufferFullError,
     HandlerFailedError,
     InvalidTimestampError,
     SerdeError,
@@ -459,7 +460,10 @@ class StreamTask:
 
     def _on_processing_error(self, exc: Exception, topic: str, raw: RawRecord) -> None:
         """Skip the record if the processing handler says so; else raise the wrapped error
-        (final at once when a handler function answered FAIL)."""
+        (final at once when a handler function answered FAIL). A full suppression buffer
+        is never skipped: it stops the application."""
+        if isinstance(exc, BufferFullError):
+            raise self._wrap(exc, topic, raw.offset) from exc
         response = self.record_errors.on_processing_error(
             exc, self._failed_node, self._failed_record, topic, raw
         )
@@ -479,7 +483,13 @@ class StreamTask:
         )
         if isinstance(exc, StreamsProcessingError):
             message = message.split(" (", 1)[0]
-        error_type = HandlerFailedError if final else StreamsProcessingError
+        error_type: type[StreamsProcessingError] = (
+            BufferFullError
+            if isinstance(exc, BufferFullError)
+            else HandlerFailedError
+            if final
+            else StreamsProcessingError
+        )
         return error_type(
             f"processing failed: {message}",
             task_id=self.task_id,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from streamtide.config import StreamsConfig
+from streamtide.engine.topology_names import check_explicit_names
 from streamtide.errors import TopologyError, UnknownTopicError
 from streamtide.log.api import LogRecord
 from streamtide.processor.topology import Topology
@@ -42,6 +43,7 @@ class TopologyTestDriver:
     ) -> None:
         if config is None:
             config = StreamsConfig(application_id="test-driver")
+        check_explicit_names(topology, config)
         self.config = config
         self.topology = topology
         start = initial_wall_clock_ms
