@@ -132,7 +132,8 @@ class LongRunningExecutorDriver(ChildExecutorDriver):
             assert self.child is not None and self.sock is not None
             timer = None
             if self.rnd.random() < self.kill_probability:
-                timer = threading.Timer(self.rnd.uniform(0.0, 1.5), self._kill, (self.child,))
+                # a kept-open executor answers a run in a fraction of a second: kill within it
+                timer = threading.Timer(self.rnd.uniform(0.0, 0.25), self._kill, (self.child,))
                 timer.start()
             try:
                 send_message(self.sock, {"kind": "run", "units": [spec]})
