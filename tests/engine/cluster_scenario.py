@@ -143,15 +143,21 @@ def main(workdir: str) -> None:
         if result["newcomer"] in history[-1].owners.values():
             break
     moved = next((p for p in history if result["newcomer"] in p.owners.values()), None)
+    # every batch so far: the newcomer may have registered (and warmed up) while the batches
+    # after the failover ran, before this loop started
+    earlier = [p for p in app.history if moved is not None and p.batch < moved.batch]
+    arrived = (
+        {t for t, owner in moved.owners.items() if owner == result["newcomer"]} if moved else set()
+    )
     result.update(
         moved=moved is not None,
-        held_before_move=bool(history)
-        and moved is not None
-        and any(
-            t in p.standbys.get(result["newcomer"], [])
-            for p in history[: history.index(moved)]
-            for t, owner in moved.owners.items()
-            if owner == result["newcomer"]
+        # cooperative: the newcomer warmed up on the task first, or was already within
+        # acceptable_recovery_lag of it (KIP-441: then it is caught up and may take it at once)
+        cooperative_move=moved is not None
+        and all(
+            any(t in p.standbys.get(result["newcomer"], []) for p in earlier)
+            or moved.restored_by_task.get(t, 0) <= config.acceptable_recovery_lag
+            for t in arrived
         ),
         restored_on_move=moved.restored_by_task if moved else None,
         placement_scale_out=placement_ok(history),
