@@ -29,6 +29,7 @@ from streamtide.dsl import (
 from streamtide.errors import (
     ConfigError,
     HandlerFailedError,
+    InvalidStateStoreError,
     LogError,
     SerdeError,
     StoreError,
@@ -74,6 +75,7 @@ __all__ = [
     "GlobalKTable",
     "Grouped",
     "HandlerFailedError",
+    "InvalidStateStoreError",
     "JoinWindows",
     "Joined",
     "KGroupedStream",
