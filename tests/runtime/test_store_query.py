@@ -104,7 +104,9 @@ def _driver_after(batches: int) -> TopologyTestDriver:
 
 
 def _counts(answer: list[list[str]]) -> dict[str, int]:
-    return {STRING.deserialize(decode_bytes(k)): LONG.deserialize(decode_bytes(v)) for k, v in answer}
+    return {
+        STRING.deserialize(decode_bytes(k)): LONG.deserialize(decode_bytes(v)) for k, v in answer
+    }
 
 
 def _key(key: str) -> str:
