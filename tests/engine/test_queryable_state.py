@@ -106,7 +106,7 @@ def test_a_running_count_is_queried_while_input_arrives(
     partial = [s for s in seen if 0 < sum(s.values()) < len(events)]
     assert len(partial) >= 2, seen  # queries answered between batches, not only at the end
 
-    for p, records in by_partition.items():
+    for records in by_partition.values():
         driver = _driver(records)
         expected_counts = driver.get_key_value_store("counts")
         windows = driver.get_window_store("per-minute")
@@ -122,7 +122,7 @@ def test_a_running_count_is_queried_while_input_arrives(
     ]
     assert counts.approximate_num_entries() >= len(users)
 
-    with pytest.raises(InvalidStateStoreError, match="unknown state store 'nope'.*counts"):
+    with pytest.raises(InvalidStateStoreError, match=r"unknown state store 'nope'.*counts"):
         app.store("nope")
     app.stop()
     with pytest.raises(InvalidStateStoreError, match="was stopped"):
