@@ -127,7 +127,7 @@ NOTES = {
     "session-count": "session count, gap {gap} ms, RocksDB session store, record cache on",
     "punctuation": "per-key counts in a RocksDB key-value store, all emitted every {every} ms "
     "of stream time",
-    "stream-table-join": "KStream.join(KTable) with the users table ({keys} profiles, read from "
+    "stream-table-join": "KStream.join(KTable) with the users table ({keys:,} profiles, read from "
     "its topic into a RocksDB store first: the input count includes them), JSON values merged",
 }
 
