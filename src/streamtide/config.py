@@ -88,7 +88,7 @@ class StreamsConfig:
     default_timestamp_extractor: TimestampExtractor | None = None
     fatal_exceptions: tuple[type[BaseException], ...] = ()
     metrics_port: int | None = None
-    execution: str = "micro_batch"
+    execution: str = "continuous"
     work_unit_max_age: Duration = 3_600_000
 
     def __post_init__(self) -> None:

@@ -1,4 +1,5 @@
-"""``StreamsApp``: runs a topology on Spark as a sequence of exactly-once micro-batches."""
+"""``StreamsApp``: runs a topology on Spark as a sequence of exactly-once batches, on
+long-running work units (continuous execution) or as a Spark job each (micro-batch)."""
 
 from __future__ import annotations
 
@@ -236,6 +237,7 @@ class StreamsApp:
             self._workers.close()
             self._workers = None
             self._layout = {}
+        self.committer.close()
         if self._owns_spark and self._spark is not None:
             self._spark.stop()
             self._spark = None

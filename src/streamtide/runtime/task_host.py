@@ -42,6 +42,10 @@ from streamtide.runtime.stream_task import StreamTask
 
 log = logging.getLogger(__name__)
 
+#: A task kept open checkpoints its stores after this many applied changelog records (and
+#: when it closes) instead of at every commit, as Kafka Streams does under exactly-once.
+KEPT_CHECKPOINT_RECORDS = 10_000
+
 
 @dataclass
 class _Held:
@@ -208,6 +212,8 @@ class TaskHost:
             batch_processing=config.batch_processing,
             global_stores=self.global_stores,
         )
+        if self.keep_open and stores is not None:
+            stores.checkpoint_records = KEPT_CHECKPOINT_RECORDS
         held = _Held(task, collector, state)
         self._active[task_id] = held
         try:
