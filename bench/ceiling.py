@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench.workload import TOPIC, Event, Workload, by_partition, value_of
+from bench.workload import TOPIC, Event, Workload, by_partition, user_profiles, value_of
 from streamtide.log import open_log
 
 #: What a task's processor sees: (key, value, timestamp).
@@ -100,10 +100,22 @@ def punctuation(records: list[Rec], w: Workload) -> list[tuple]:
     return out
 
 
+def stream_table_join(records: list[Rec], w: Workload) -> list[tuple]:
+    """Each record merged with its key's profile (a dict built from the table first)."""
+    table = dict(user_profiles(w))
+    out = []
+    for key, value, t in records:
+        user = table.get(key)
+        if user is not None:
+            out.append((key, {**value, **user}, t))
+    return out
+
+
 LOOPS: dict[str, Loop] = {
     "dedup": dedup,
     "session-count": session_count,
     "punctuation": punctuation,
+    "stream-table-join": stream_table_join,
 }
 
 

@@ -12,11 +12,15 @@ Measured, in this order:
 1. the ceiling: each operation as a Python loop over deserialized records in memory, and a
    raw read of the input topic from the log (no Spark);
 2. Streamtide: ``deduplicate_by_key``, a session ``count`` (every update, and emit-final:
-   one row per session when it closes) and a punctuating processor, each its own application
-   over the input topic, through ``StreamsApp.run_until_caught_up``;
-3. Spark native: ``dropDuplicatesWithinWatermark`` and ``groupBy(session_window).count()``
-   in Structured Streaming over a Parquet copy of the same events (append mode: one row per
-   session when the watermark closes it, the contract of the emit-final session count).
+   one row per session when it closes), a punctuating processor and a stream-table join with
+   a users table, each its own application over the input topic, through
+   ``StreamsApp.run_until_caught_up``;
+3. Spark native: ``dropDuplicatesWithinWatermark``, ``groupBy(session_window).count()`` (append
+   mode: one row per session when the watermark closes it, the contract of the emit-final
+   session count) and a stream-static join with the same users table, in Structured Streaming
+   over a Parquet copy of the same events.
+
+``--only OPERATION`` (repeatable) measures only those operations.
 
 One SparkSession serves 2 and 3. Its start, and one warm-up job that starts the Python
 workers and the JVM's SQL engine, are timed separately and not counted in any rate.
@@ -43,7 +47,14 @@ from rich.console import Console
 
 from bench import ceiling, spark_native, streamtide_bench
 from bench.report import Result, print_notes, print_table, ratios, write_json
-from bench.workload import Workload, generate, summary, write_log, write_parquet
+from bench.workload import (
+    Workload,
+    generate,
+    summary,
+    write_log,
+    write_parquet,
+    write_users_parquet,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results" / "latest.json"
 DEFAULTS = Workload()
@@ -76,6 +87,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "(deduplicate_by_key_value)",
     )
     p.add_argument("--seed", type=int, help=f"workload seed ({DEFAULTS.seed})")
+    p.add_argument(
+        "--only",
+        action="append",
+        choices=streamtide_bench.OPERATIONS,
+        help="measure only this operation (repeatable; default: all)",
+    )
     p.add_argument("--quick", action="store_true", help="a small smoke run (10,000 events)")
     p.add_argument(
         "--profile",
@@ -118,10 +135,12 @@ def warm_up(spark: Any, parquet_dir: Path) -> None:
     spark.read.parquet(str(parquet_dir)).groupBy("key").count().collect()
 
 
-def measure_ceiling(console: Console, events: list, w: Workload, log_url: str) -> list[Result]:
+def measure_ceiling(
+    console: Console, events: list, w: Workload, log_url: str, operations: list[str]
+) -> list[Result]:
     results = []
     partitions = ceiling.in_memory(events, w)
-    for op in streamtide_bench.OPERATIONS:
+    for op in operations:
         if op not in ceiling.LOOPS:
             continue
         seconds, outputs = ceiling.run_loop(op, partitions, w)
@@ -136,14 +155,23 @@ def measure_ceiling(console: Console, events: list, w: Workload, log_url: str) -
 
 
 def measure_streamtide(
-    console: Console, spark: Any, log_url: str, root: Path, n: int, w: Workload
+    console: Console,
+    spark: Any,
+    log_url: str,
+    root: Path,
+    n: int,
+    w: Workload,
+    operations: list[str],
 ) -> list[Result]:
     results = []
-    for op in streamtide_bench.OPERATIONS:
+    for op in operations:
         run = streamtide_bench.run_operation(spark, log_url, root / "state", op, w)
         note = streamtide_bench.note(op, w)
-        if run.input_records != n:
-            problem = f"the engine reported {run.input_records:,} input records, expected {n:,}"
+        expected = n + (w.keys if op == "stream-table-join" else 0)  # the table's records
+        if run.input_records != expected:
+            problem = (
+                f"the engine reported {run.input_records:,} input records, expected {expected:,}"
+            )
             console.print(f"[red]  {problem}[/]")
             note += f" ({problem})"
         results.append(
@@ -157,10 +185,19 @@ def measure_streamtide(
 
 
 def measure_spark(
-    console: Console, spark: Any, parquet_dir: Path, root: Path, n: int, w: Workload
+    console: Console,
+    spark: Any,
+    parquet_dir: Path,
+    root: Path,
+    n: int,
+    w: Workload,
+    operations: list[str],
 ) -> list[Result]:
     results = []
-    for op in ("dedup", "session-count"):
+    queries = [o for o in operations if o not in ("punctuation", "session-count-final")]
+    if "session-count-final" in operations and "session-count" not in queries:
+        queries.append("session-count")
+    for op in queries:
         run = spark_native.run_query(spark, parquet_dir, root / "checkpoints", op, w)
         note = spark_native.note(op, w, run.provider)
         if run.input_records != n:
@@ -172,20 +209,29 @@ def measure_spark(
         console.print(
             f"  spark-native {op}: {run.seconds:.1f} s, {len(run.batch_ms)} batches, {out} out"
         )
-        if op == "session-count":  # append mode is the emit-final contract: same run, twice
+        if op == "session-count" and "session-count-final" in operations:
+            # append mode is the emit-final contract: the same run stands for both
             final_note = "the session-count query above (append mode: one row per session)"
             results.append(replace(results[-1], operation="session-count-final", note=final_note))
-    results.append(
-        Result(
-            "spark-native", "punctuation", n, None, None, None, spark_native.note("punctuation", w)
+    if "punctuation" in operations:
+        results.append(
+            Result(
+                "spark-native",
+                "punctuation",
+                n,
+                None,
+                None,
+                None,
+                spark_native.note("punctuation", w),
+            )
         )
-    )
     return results
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     w = workload_from(args)
+    operations = [op for op in streamtide_bench.OPERATIONS if op in (args.only or [op])]
     console = Console(width=max(Console().width, 132))
     logging.basicConfig(level=logging.WARNING)
     began = time.perf_counter()
@@ -197,6 +243,7 @@ def main(argv: list[str] | None = None) -> None:
         events = generate(w)
         write_log(log_url, events, w)
         files = write_parquet(parquet_dir, events, w.batch_size * w.partitions)
+        write_users_parquet(spark_native.users_parquet(parquet_dir), w)
         timings["generate_and_write_s"] = time.perf_counter() - began
         facts = summary(events, w)
         console.print(
@@ -210,7 +257,7 @@ def main(argv: list[str] | None = None) -> None:
         results: list[Result] = []
         if not args.profile:
             console.print("[bold]ceiling[/] (no Spark)")
-            results += measure_ceiling(console, events, w, log_url)
+            results += measure_ceiling(console, events, w, log_url, operations)
         started = time.perf_counter()
         from streamtide.engine.interop import build_session
 
@@ -237,9 +284,9 @@ def main(argv: list[str] | None = None) -> None:
                 print(text)
                 return
             console.print(f"[bold]streamtide[/] ({args.master})")
-            results += measure_streamtide(console, spark, log_url, root, len(events), w)
+            results += measure_streamtide(console, spark, log_url, root, len(events), w, operations)
             console.print(f"[bold]spark-native[/] ({args.master})")
-            results += measure_spark(console, spark, parquet_dir, root, len(events), w)
+            results += measure_spark(console, spark, parquet_dir, root, len(events), w, operations)
         finally:
             spark.stop()
     timings["total_s"] = time.perf_counter() - began
@@ -255,7 +302,7 @@ def main(argv: list[str] | None = None) -> None:
     console.print(
         "timings: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()), highlight=False
     )
-    workload = {**w.describe(), **facts, "parquet_files": files}
+    workload = {**w.describe(), **facts, "parquet_files": files, "operations": operations}
     environment = {
         "master": args.master,
         "cpus": os.cpu_count(),

@@ -29,6 +29,11 @@ NOTES = {
         "merged count), collapsed per key by the record cache at each commit, and merges late "
         "records into sessions kept for the 1-day retention."
     ),
+    "stream-table-join": (
+        "a stream-static join: the streaming events joined on key with a static DataFrame of "
+        "the same users table (one Parquet file), inner; Spark keeps no state for it and "
+        "reads the static side again in every micro-batch ({keys:,} rows, broadcast)."
+    ),
     "punctuation": (
         "N/A: Structured Streaming has no stream-time punctuator over a key-value store (the "
         "nearest thing is per-key timers in transformWithState/applyInPandasWithState)."
@@ -70,11 +75,20 @@ def note(operation: str, w: Workload, provider: str | None = None) -> str:
     cols = "[key]" if w.dedup_on == "key" else "[key, id]"
     what = "key" if w.dedup_on == "key" else "key and id"
     text = NOTES[operation].format(
-        cols=cols, what=what, delay=watermark_ms(operation, w), gap=w.session_gap_ms
+        cols=cols,
+        what=what,
+        delay=watermark_ms(operation, w),
+        gap=w.session_gap_ms,
+        keys=w.keys,
     )
     if provider:
         text += f" Spark reads typed Parquet columns (no JSON parsing); state store: {provider}."
     return text
+
+
+def users_parquet(source: Path) -> Path:
+    """Where the users table's Parquet file lies, next to the events' directory."""
+    return source.parent / "users.parquet"
 
 
 def watermark_ms(operation: str, w: Workload) -> int:
@@ -84,7 +98,8 @@ def watermark_ms(operation: str, w: Workload) -> int:
 
 
 def build_query(spark: Any, source: Path, operation: str, w: Workload) -> Any:
-    """The streaming DataFrame of ``operation`` over the Parquet files in ``source``."""
+    """The streaming DataFrame of ``operation`` over the Parquet files in ``source`` (the
+    users table, for the join, in ``users.parquet`` next to it)."""
     from pyspark.sql import functions as F
 
     events = (
@@ -96,6 +111,9 @@ def build_query(spark: Any, source: Path, operation: str, w: Workload) -> Any:
     if operation == "dedup":
         cols = ["key"] if w.dedup_on == "key" else ["key", "id"]
         return events.dropDuplicatesWithinWatermark(cols)
+    if operation == "stream-table-join":
+        users = spark.read.parquet(str(users_parquet(source)))
+        return events.join(users, "key")
     if operation == "session-count":
         window = F.session_window("ts", f"{w.session_gap_ms} milliseconds")
         return events.groupBy("key", window).count()

@@ -13,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.workload import TOPIC, Workload
+from bench.workload import TOPIC, USERS_TOPIC, Workload
 from streamtide import (
     Consumed,
     Deduplicated,
@@ -34,7 +34,7 @@ from streamtide.engine.progress import BatchProgress
 from streamtide.state.stores import Stores
 
 STRING, INT, JSON = Serdes.string(), Serdes.long(), Serdes.json()
-OPERATIONS = ("dedup", "session-count", "session-count-final", "punctuation")
+OPERATIONS = ("dedup", "session-count", "session-count-final", "punctuation", "stream-table-join")
 
 
 def event_id(key: str, value: dict[str, Any]) -> int:
@@ -126,6 +126,23 @@ def punctuation_topology(w: Workload) -> Topology:
     return builder.build()
 
 
+def enrich(event: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
+    """The join's result: the event with its user's profile."""
+    return {**event, **user}
+
+
+def join_topology(w: Workload) -> Topology:
+    """Each event joined with its key's profile from the users table (an inner join)."""
+    builder = StreamsBuilder()
+    users = builder.table(USERS_TOPIC, Consumed.with_(STRING, JSON))
+    (
+        builder.stream(TOPIC, Consumed.with_(STRING, JSON))
+        .join(users, enrich)
+        .to("join-out", Produced.with_(STRING, JSON))
+    )
+    return builder.build()
+
+
 NOTES = {
     "dedup": "{op}, interval {interval} ms, RocksDB dedup store",
     "session-count": "session count, gap {gap} ms, RocksDB session store, record cache on",
@@ -133,6 +150,8 @@ NOTES = {
     "per session when it closes (on_window_close: the session store plus its close index)",
     "punctuation": "per-key counts in a RocksDB key-value store, all emitted every {every} ms "
     "of stream time",
+    "stream-table-join": "KStream.join(KTable) with the users table ({keys:,} profiles, read from "
+    "its topic into a RocksDB store first: the input count includes them), JSON values merged",
 }
 
 
@@ -141,7 +160,11 @@ def note(operation: str, w: Workload) -> str:
     exactly-once commits, changelogged state)."""
     op = "deduplicate_by_key" if w.dedup_on == "key" else "deduplicate_by_key_value(event id)"
     return NOTES[operation].format(
-        op=op, interval=w.dedup_interval_ms, gap=w.session_gap_ms, every=w.punctuate_every_ms
+        op=op,
+        interval=w.dedup_interval_ms,
+        gap=w.session_gap_ms,
+        every=w.punctuate_every_ms,
+        keys=w.keys,
     )
 
 
@@ -150,6 +173,7 @@ TOPOLOGIES = {
     "session-count": session_topology,
     "session-count-final": final_session_topology,
     "punctuation": punctuation_topology,
+    "stream-table-join": join_topology,
 }
 
 

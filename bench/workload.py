@@ -1,5 +1,6 @@
 """The benchmark's workload: a seeded stream of keyed events, written once to the embedded log
-(for Streamtide and the log read) and once as Parquet files (for Spark's file source).
+(for Streamtide and the log read) and once as Parquet files (for Spark's file source), and a
+users table of one profile per key (a log topic, and one Parquet file for Spark's static side).
 
 Each key is active in bursts (events a few seconds apart) separated by idle time well above
 the session gap. Events arrive with a small random delay, so they are slightly out of order;
@@ -23,6 +24,10 @@ from streamtide.log import LogRecord, open_log
 from streamtide.log.partitioner import partition_for_key
 
 TOPIC = "events"
+#: The table the stream-table join enriches events with: one profile per key.
+USERS_TOPIC = "users"
+SEGMENTS = ("free", "pro", "team", "enterprise")
+COUNTRIES = ("NZ", "DE", "BR", "JP", "US", "IN", "FR")
 PAGES = ("/", "/search", "/product", "/cart", "/checkout")
 SECOND = 1_000
 #: 2024-01-01T00:00:00Z: event times start here (Spark shows them as readable timestamps).
@@ -105,6 +110,15 @@ def value_of(event: Event) -> dict[str, Any]:
     return {"id": event.event_id, "page": event.page, "ts": event.ts}
 
 
+def user_profiles(w: Workload) -> list[tuple[str, dict[str, Any]]]:
+    """The users table: one profile per key, the same for the same seed."""
+    rnd = random.Random(w.seed + 1)
+    return [
+        (f"k{i:05d}", {"segment": rnd.choice(SEGMENTS), "country": rnd.choice(COUNTRIES)})
+        for i in range(w.keys)
+    ]
+
+
 def by_partition(events: list[Event], partitions: int) -> list[list[Event]]:
     """The events of each partition, in arrival order."""
     parts: list[list[Event]] = [[] for _ in range(partitions)]
@@ -131,6 +145,16 @@ def write_log(log_url: str, events: list[Event], w: Workload) -> None:
                         for e in part[start : start + 10_000]
                     ],
                 )
+        log.create_topic(USERS_TOPIC, w.partitions)
+        users: list[list[LogRecord]] = [[] for _ in range(w.partitions)]
+        for key, profile in user_profiles(w):
+            raw = key_serde.serialize(key)
+            # timestamp 0: before every event, so a task reads the table before the stream
+            users[partition_for_key(raw, w.partitions)].append(
+                LogRecord(raw, value_serde.serialize(profile), 0)
+            )
+        for partition, records in enumerate(users):
+            log.append(USERS_TOPIC, partition, records)
     finally:
         log.close()
 
@@ -167,6 +191,20 @@ def write_parquet(directory: Path, events: list[Event], rows_per_file: int) -> i
         pq.write_table(table, path)
         os.utime(path, (base + files, base + files))
     return files
+
+
+def write_users_parquet(path: Path, w: Workload) -> None:
+    """The users table as one Parquet file (Spark's static side of the join)."""
+    profiles = user_profiles(w)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table = pa.table(
+        {
+            "key": [key for key, _ in profiles],
+            "segment": [p["segment"] for _, p in profiles],
+            "country": [p["country"] for _, p in profiles],
+        }
+    )
+    pq.write_table(table, path)
 
 
 def summary(events: list[Event], w: Workload) -> dict[str, Any]:

@@ -107,3 +107,8 @@ class BufferFullError(StreamsProcessingError):
 
 class InvalidTimestampError(StreamsProcessingError):
     """A record's timestamp is negative and ``invalid_timestamp_handler`` is ``"fail"``."""
+
+
+class InvalidStateStoreError(StoreError):
+    """A store cannot be queried: unknown name, a kind that cannot be queried, an application
+    that is not running, or its task unreachable for now (retry after the next batch)."""

@@ -43,17 +43,27 @@ from streamtide.engine.protocol import (
     Ranges,
     resume_batch,
 )
+from streamtide.engine.queryable import (
+    ReadOnlyKeyValueStore,
+    ReadOnlySessionStore,
+    ReadOnlyWindowStore,
+    ask_pinned_jobs,
+    ask_work_units,
+    store_route,
+    store_view,
+)
 from streamtide.engine.ranges import aligned_ends
 from streamtide.engine.shipping import ship_user_modules
 from streamtide.engine.sources import SourcePosition, input_start
 from streamtide.engine.status import read_status
 from streamtide.engine.topology_names import check_resource_names
 from streamtide.engine.worker import make_work
-from streamtide.errors import StreamtideError
+from streamtide.errors import InvalidStateStoreError, StreamtideError
 from streamtide.log import open_log
 from streamtide.processor.punctuation import is_wall_clock_schedule
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState, offset_key
+from streamtide.runtime.store_query import QueryOp, StoreQuery
 from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec
 
 log = logging.getLogger("streamtide.engine")
@@ -120,6 +130,9 @@ class StreamsApp:
         self._workers: ContinuousWorkers | None = None
         self._layout: dict[SlotKey, set[str]] = {}
         self._ran_in: dict[str, SlotKey] = {}
+        #: the executor each task last committed on (where micro-batch queries read it)
+        self._owners: dict[str, str] = {}
+        self._stopped = False
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -164,6 +177,7 @@ class StreamsApp:
                 for task, owner in last.owners.items():
                     self._reports.setdefault(owner, ClientReport()).running.add(task)
             self._metrics.remember_owners(last.owners)
+            self._owners = dict(last.owners)
             log.info("resuming %s after committed batch %d", self.config.application_id, batch)
         if self.config.execution == "continuous" and self._workers is None:
             self._workers = ContinuousWorkers(
@@ -177,6 +191,7 @@ class StreamsApp:
         if self.config.metrics_port is not None and self._metrics_server is None:
             self._metrics_server = MetricsServer(self._metrics.registry, self.config.metrics_port)
         self._started = True
+        self._stopped = False
 
     def start(self) -> StreamsApp:
         """Run batches in a background thread until ``stop``."""
@@ -229,6 +244,7 @@ class StreamsApp:
             self._spark.stop()
             self._spark = None
         self._started = False
+        self._stopped = True
 
     def await_termination(self, timeout: float | None = None) -> bool:
         """Wait until the app stops (True) or ``timeout`` passes (False); re-raise its error."""
@@ -602,6 +618,7 @@ class StreamsApp:
         for task, entry in prepare.tasks.items():
             self._task_states[task] = TaskCommittedState.from_dict(entry.state)
             progress.owners[task] = entry.client
+            self._owners[task] = entry.client
         units = [u.as_dict() for u in prepare.reports]
         record_stage_reports(self._reports, stage.task_ids, units)
         self._metrics.record_stage(offsets.ranges if offsets is not None else {}, units, changelogs)
@@ -760,6 +777,70 @@ class StreamsApp:
                 winners.setdefault(key, {})[task] = entry.writer
         for key, tasks in winners.items():
             self._workers.notify(key, {"kind": "settle", "winners": tasks})
+
+    # ---- queryable state -----------------------------------------------------------------
+
+    def store(
+        self, name: str
+    ) -> ReadOnlyKeyValueStore | ReadOnlyWindowStore | ReadOnlySessionStore:
+        """A read-only view of store ``name`` over all its tasks, as of the last committed
+        batch (docs/tables-and-joins.md, "Queryable state"): ``get``/``range``/``all``/
+        ``approximate_num_entries`` for key-value stores, ``fetch`` for window and session
+        stores. The app must be running (``start``, or after ``run_until_caught_up``)."""
+        self._check_queryable()
+        partitions = {stage.subtopology: stage.partitions for stage in self.stages}
+        route = store_route(self.topology, self.config, name, partitions)
+        return store_view(route, self._ask)  # type: ignore[return-value]
+
+    def _check_queryable(self) -> None:
+        app = self.config.application_id
+        if self._error is not None:
+            raise InvalidStateStoreError(
+                f"application {app!r} stopped after an error, its stores cannot be queried: "
+                f"{self._error}"
+            )
+        if self._stopped:
+            raise InvalidStateStoreError(
+                f"application {app!r} was stopped; its stores can be queried only while it runs"
+            )
+        if not self._started:
+            raise InvalidStateStoreError(
+                f"application {app!r} is not running; start it (app.start() or "
+                "app.run_until_caught_up()) before querying its stores"
+            )
+
+    def _ask(self, store: str, op: QueryOp, args: list[Any], tasks: list[str]) -> dict[str, Any]:
+        """Run one query on ``tasks`` where they live, between two batches (under the batch
+        lock, so it sees exactly the last committed batch and never a batch's messages)."""
+        self._await_first_batch()
+        with self._batch_lock:
+            self._check_queryable()
+            query = StoreQuery(
+                store,
+                op,
+                args,
+                {t: (self._task_states.get(t) or TaskCommittedState()).to_dict() for t in tasks},
+            )
+            if self._workers is not None:
+                return ask_work_units(self._workers, self._ran_in, query)
+            assert self._blob is not None
+            return ask_pinned_jobs(self.sc, self._blob, self._owners, query)
+
+    def _await_first_batch(self, timeout: float = 300.0) -> None:
+        """An app just started in the background has not placed its tasks yet: wait for its
+        first batch."""
+        if self._thread is None or self._completed:
+            return
+        with self._batch_done:
+            self._batch_done.wait_for(
+                lambda: (
+                    self._completed > 0
+                    or self._error is not None
+                    or self._thread is None
+                    or not self._thread.is_alive()
+                ),
+                timeout=timeout,
+            )
 
     # ---- status --------------------------------------------------------------------------
 

@@ -155,6 +155,8 @@ def answer_driver(
             send_message(sock, {"reports": run_units(message["units"])})
         elif kind == "settle":
             host.settle(message["winners"])
+        elif kind == "query":
+            send_message(sock, answer_query(host, message["query"]))
         elif kind == "release":
             send_message(sock, {"released": host.release(message["keep"])})
         elif kind == "stop":
@@ -183,6 +185,44 @@ def _run_units(host: Any, units: list[dict[str, Any]], blob: bytes) -> list[dict
         report["ran_on"] = {"executor": observed_executor(), "pid": os.getpid()}
         reports.append(report)
     return reports
+
+
+def answer_query(host: Any, query: dict[str, Any]) -> dict[str, Any]:
+    """``{"answers": {task: answer}}`` for a ``StoreQuery`` (as a dict), or ``{"error": ...}``
+    naming why the tasks could not answer (sent back, never raised: the driver reports it)."""
+    from streamtide.runtime.store_query import StoreQuery
+
+    try:
+        return {"answers": host.query(StoreQuery.from_dict(query))}
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def run_queries(blob: bytes, payloads: Iterable[str]) -> Iterator[str]:
+    """Micro-batch execution: answer each JSON payload's query from the stores of executor
+    ``client`` (opened, read and closed here; nothing stays open between Spark tasks)."""
+    from streamtide.runtime.task_host import TaskHost
+    from streamtide.runtime.work_unit import client_state_dir
+
+    topology, config, factory, log_, _ = _load(blob)
+    for payload in payloads:
+        job = json.loads(payload)
+        host = TaskHost(topology, config, log_, factory, client_state_dir(config, job["client"]))
+        try:
+            yield json.dumps(answer_query(host, job["query"]))
+        finally:
+            host.close()
+
+
+def make_query(blob: bytes) -> Any:
+    """The function Spark runs on a query's pinned partition (micro-batch execution)."""
+
+    def work(payloads: Iterable[str]) -> Iterator[str]:
+        from streamtide.engine.worker import run_queries as run
+
+        return run(blob, payloads)
+
+    return work
 
 
 def make_serve(blob: bytes) -> Any:

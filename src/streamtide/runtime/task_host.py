@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from streamtide.config import StreamsConfig
+from streamtide.errors import StoreError
 from streamtide.log.api import Log
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState
@@ -31,6 +32,12 @@ from streamtide.runtime.global_stores import GlobalStores
 from streamtide.runtime.restore import RECORDS_RESTORED, STANDBY_LAG
 from streamtide.runtime.segment_collector import SegmentCollector
 from streamtide.runtime.standby import StandbyTask
+from streamtide.runtime.store_query import (
+    StoreQuery,
+    answer_on,
+    committed_stream_time,
+    query_kind,
+)
 from streamtide.runtime.stream_task import StreamTask, task_options
 
 log = logging.getLogger(__name__)
@@ -224,26 +231,7 @@ class TaskHost:
         changelog is a source topic may go)."""
         standby = self._standby.get(task_id)
         if standby is None:
-            subtopology, partition = (int(part) for part in task_id.split("_"))
-            stores = self.stores_factory(
-                topology=self.topology,
-                config=self.config,
-                log=self.log,
-                store_names=list(self.topology.subtopology(subtopology).stores),
-            )
-            standby = StandbyTask(
-                self.topology,
-                subtopology,
-                partition,
-                self.log,
-                application_id=self.config.application_id,
-                state_dir=self.state_dir,
-                default_key_serde=self.config.default_key_serde,
-                default_value_serde=self.config.default_value_serde,
-                stores=stores,
-                input_offsets=input_offsets,
-            )
-            self._standby[task_id] = standby
+            standby = self._standby[task_id] = self._new_standby(task_id, input_offsets)
         elif input_offsets is not None:
             standby.set_input_offsets(input_offsets)
         before = standby.metrics.get(RECORDS_RESTORED)
@@ -264,10 +252,66 @@ class TaskHost:
             self._close_standby(task_id)
         return report
 
+    def _new_standby(self, task_id: str, input_offsets: dict[str, int] | None) -> StandbyTask:
+        """An unopened standby copy of ``task_id``'s logged stores, in the directory its
+        active task uses."""
+        subtopology, partition = (int(part) for part in task_id.split("_"))
+        stores = self.stores_factory(
+            topology=self.topology,
+            config=self.config,
+            log=self.log,
+            store_names=list(self.topology.subtopology(subtopology).stores),
+        )
+        return StandbyTask(
+            self.topology,
+            subtopology,
+            partition,
+            self.log,
+            application_id=self.config.application_id,
+            state_dir=self.state_dir,
+            default_key_serde=self.config.default_key_serde,
+            default_value_serde=self.config.default_value_serde,
+            stores=stores,
+            input_offsets=input_offsets,
+        )
+
     def _close_standby(self, task_id: str) -> None:
         standby = self._standby.pop(task_id, None)
         if standby is not None:
             standby.close()
+
+    # ---- queries -------------------------------------------------------------------------
+
+    def query(self, query: StoreQuery) -> dict[str, Any]:
+        """Answer ``query`` for each task it names (``{task: answer}``) from the committed
+        state the driver gives for it. An active task held here at exactly that state answers
+        from its open stores (their local stores hold committed data only); any other task is
+        opened as a standby would be (brought to the committed changelog end), read and closed,
+        in the directory its active task uses."""
+        if self.stores_factory is None:
+            raise StoreError("this application keeps no durable stores to query")
+        kind = query_kind(self.topology, query.store)
+        answers: dict[str, Any] = {}
+        for task_id, state in query.tasks.items():
+            stream_time = committed_stream_time(state)
+            held = self._active.get(task_id)
+            if held is not None and (held.pending is not None or held.state != state):
+                self._close_active(task_id, "a query found it behind its committed state")
+                held = None
+            if held is not None:
+                store = held.task.stores.get(query.store)
+                answers[task_id] = answer_on(store, kind, query, stream_time)
+                continue
+            self._close_standby(task_id)  # one process per store: this copy is reopened below
+            offsets = TaskCommittedState.from_dict(state).offsets
+            standby = self._new_standby(task_id, offsets)
+            try:
+                standby.initialize()
+                standby.catch_up()
+                answers[task_id] = answer_on(standby.store(query.store), kind, query, stream_time)
+            finally:
+                standby.close()
+        return answers
 
     # ---- the set of tasks held -----------------------------------------------------------
 
