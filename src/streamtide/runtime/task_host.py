@@ -97,6 +97,8 @@ class TaskHost:
         ``writer``; return the task's report."""
         started = time.perf_counter()
         phases = _Phases()
+        if task_id in self._standby:  # promoted here: its standby copy holds the stores
+            self._close_standby(task_id)
         held = self._active.get(task_id)
         if held is not None and (held.pending is not None or held.state != state):
             self._close_active(task_id, "its committed state moved on elsewhere")
@@ -226,6 +228,8 @@ class TaskHost:
         """Bring a standby (or warm-up) task's stores to the committed changelog end;
         ``input_offsets`` are the active task's committed input offsets (how far stores whose
         changelog is a source topic may go)."""
+        if task_id in self._active:  # demoted here: its active copy holds the stores
+            self._close_active(task_id, "it became a standby here")
         standby = self._standby.get(task_id)
         if standby is None:
             subtopology, partition = (int(part) for part in task_id.split("_"))
