@@ -223,9 +223,14 @@ class TaskHost:
     # ---- standby tasks -------------------------------------------------------------------
 
     def update_standby(
-        self, task_id: str, input_offsets: dict[str, int] | None = None
+        self,
+        task_id: str,
+        input_offsets: dict[str, int] | None = None,
+        deadline: float | None = None,
+        at_least: int = 0,
     ) -> dict[str, Any]:
-        """Bring a standby (or warm-up) task's stores to the committed changelog end;
+        """Bring a standby (or warm-up) task's stores to the committed changelog end, or as
+        close as ``deadline`` allows (at least ``at_least`` records per store);
         ``input_offsets`` are the active task's committed input offsets (how far stores whose
         changelog is a source topic may go)."""
         if task_id in self._active:  # demoted here: its active copy holds the stores
@@ -257,7 +262,7 @@ class TaskHost:
         before = standby.metrics.get(RECORDS_RESTORED)
         try:
             standby.initialize()
-            applied = standby.catch_up()
+            applied = standby.catch_up(deadline, at_least)
             report = {
                 "local_offsets": standby.local_offsets(),
                 "offset_sum": standby.offset_sum(),

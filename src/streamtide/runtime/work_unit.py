@@ -81,6 +81,14 @@ class WorkUnitSpec:
 TaskStoresFactory = Callable[..., Any]
 
 
+#: Standby and warm-up tasks catch up after the active tasks, for as long as those took (at
+#: least ``REPLICA_BUDGET_MIN_S``), each store at least ``REPLICA_STEP`` records per batch: a
+#: replica built from scratch (a new standby after a failover, a warm-up on a new executor)
+#: then takes several batches instead of holding up the commit of every task's batch.
+REPLICA_BUDGET_MIN_S = 0.2
+REPLICA_STEP = 5_000
+
+
 def client_state_dir(config: StreamsConfig, client: str) -> Path:
     """Where one executor keeps its tasks' local state (executors may share a disk)."""
     return Path(config.state_dir) / f"client-{client}"
@@ -133,8 +141,12 @@ def run_work_unit(
         ]
         standbys = {}
         if stores_factory is not None:
+            spent = time.perf_counter() - started
+            deadline = time.perf_counter() + max(REPLICA_BUDGET_MIN_S, spent)
             standbys = {
-                task_id: host.update_standby(task_id, spec.standby_offsets.get(task_id))
+                task_id: host.update_standby(
+                    task_id, spec.standby_offsets.get(task_id), deadline, REPLICA_STEP
+                )
                 for task_id in spec.standby
             }
     finally:
