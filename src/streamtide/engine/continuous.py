@@ -286,6 +286,19 @@ class ContinuousWorkers:
             if key not in keep and slot.ended is None:
                 self._stop_slot(slot)
 
+    def retire_executors(self, executors: set[str], timeout: float = 30.0) -> None:
+        """Stop the work units of the given executors and wait until their Spark jobs ended
+        (before the executors are removed, so no running Spark task is lost with them);
+        the other work units go on."""
+        slots = [s for k, s in self._slots.items() if k.executor in executors]
+        for slot in slots:
+            if slot.ended is None:
+                self._stop_slot(slot)
+        deadline = time.monotonic() + timeout
+        for slot in slots:
+            if slot.thread is not None:
+                slot.thread.join(max(0.0, deadline - time.monotonic()))
+
     def _stop_slot(self, slot: _Slot) -> None:
         if slot.sock is not None and slot.ended is None:
             try:
