@@ -59,6 +59,8 @@ from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec
 log = logging.getLogger("streamtide.engine")
 
 MAX_STAGE_ATTEMPTS = 3
+#: How long a retry after a lost work unit waits for Spark to drop a dead executor.
+EXECUTOR_LOSS_WAIT_S = 2.0
 
 
 class StreamsApp:
@@ -112,6 +114,7 @@ class StreamsApp:
         self._completed = 0
         self._error: BaseException | None = None
         self._executors: list[ExecutorInfo] = []
+        self._assignment: Assignment | None = None
         self._blob: bytes | None = None
         self._metrics = AppMetrics()
         self._metrics_server: MetricsServer | None = None
@@ -347,7 +350,7 @@ class StreamsApp:
         progress = BatchProgress(batch)
         executors = self._live_executors()
         assignment = self._assign(executors)
-        self._executors = executors
+        self._executors, self._assignment = executors, assignment
         self._global_ends = global_ends(
             self.app_dir, self.log, self.topology, self.config.application_id, batch
         )
@@ -364,6 +367,9 @@ class StreamsApp:
                 self.running.stages_done += 1
                 self.running.records_done = progress.input_records
                 self.running.restored_done = progress.restored_records
+        # a retried stage may have re-assigned (an executor died during the batch)
+        executors, assignment = self._executors, self._assignment
+        assert assignment is not None
         lags = {t: self._lags(s, t) for s in self.stages for t in s.task_ids}
         progress.lag = {t: sum(n for _, n in rows) for t, rows in lags.items()}
         partition_lags = {key: n for rows in lags.values() for key, n in rows}
@@ -706,6 +712,7 @@ class StreamsApp:
             if attempt:
                 executors = self._live_executors()
                 assignment = self._assign(executors)
+                self._executors, self._assignment = executors, assignment  # what the batch used
                 log.warning(
                     "batch %d stage(s) %s: retrying (attempt %d) after: %s",
                     batch,
@@ -746,6 +753,7 @@ class StreamsApp:
                     reports = [json.loads(out) for out in outputs]
             except WorkerLostError as exc:  # a long-running work unit ended: re-plan
                 last_error, cause = exc, None
+                self._await_executors_gone(exc.executors)
                 continue
             except Exception as exc:  # a failed Spark job (a worker died): re-plan, same ranges
                 last_error = _explain(exc)
@@ -765,6 +773,16 @@ class StreamsApp:
             previous = failure
         assert last_error is not None
         raise last_error from cause
+
+    def _await_executors_gone(self, executors: frozenset[str]) -> None:
+        """After losing work units, wait briefly for Spark to drop their executors if they
+        died (it takes up to about half a second), so the retry does not pin work to them.
+        An executor still listed after ``EXECUTOR_LOSS_WAIT_S`` lost only a worker."""
+        deadline = time.monotonic() + EXECUTOR_LOSS_WAIT_S
+        while executors and time.monotonic() < deadline:
+            if not executors & {e.id for e in list_executors(self.sc)}:
+                return
+            time.sleep(0.05)
 
     # ---- continuous execution ------------------------------------------------------------
 
