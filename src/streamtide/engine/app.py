@@ -19,9 +19,10 @@ from streamtide.engine.failures import RemoteTraceback, rebuild, signature
 from streamtide.engine.global_offsets import global_ends
 from streamtide.engine.interop import (
     ExecutorInfo,
+    PinnedExecutorLostError,
     build_session,
     list_executors,
-    run_pinned,
+    run_pinned_watched,
     spark_context,
 )
 from streamtide.engine.metrics import AppMetrics, MetricsServer
@@ -745,13 +746,13 @@ class StreamsApp:
                 if self._workers is not None:
                     reports = self._run_continuous(units, executors, assignment)
                 else:
-                    outputs = run_pinned(
+                    outputs = run_pinned_watched(
                         self.sc,
                         [(json.dumps(spec), ex) for _, spec, ex, _ in units],
                         make_work(self._blob),
                     )
                     reports = [json.loads(out) for out in outputs]
-            except WorkerLostError as exc:  # a long-running work unit ended: re-plan
+            except (WorkerLostError, PinnedExecutorLostError) as exc:  # an executor left: re-plan
                 last_error, cause = exc, None
                 self._await_executors_gone(exc.executors)
                 continue
