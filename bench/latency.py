@@ -10,7 +10,11 @@ carries its session end, the newest input of the session). Tombstones are left o
 the end of the replaced session, which would overstate the latency). The first seconds are a
 warm-up and are not counted.
 
+Each commit interval runs in both execution modes (``--execution``), continuous first, so
+their figures sit side by side.
+
     .venv/bin/python -m bench latency [--rate 20000] [--seconds 30] [--commit-interval 100 1000]
+                                      [--execution continuous micro_batch]
 """
 
 from __future__ import annotations
@@ -128,17 +132,21 @@ def percentile(values: list[int], q: float) -> float:
     return float(ordered[min(len(ordered) - 1, int(q * len(ordered)))]) if ordered else float("nan")
 
 
-def run_once(spark: Any, root: Path, args: argparse.Namespace, commit_ms: int) -> dict[str, Any]:
-    """One application at one commit interval; returns its latency figures."""
-    log_dir = root / f"log-{commit_ms}"
+def run_once(
+    spark: Any, root: Path, args: argparse.Namespace, commit_ms: int, execution: str
+) -> dict[str, Any]:
+    """One application at one commit interval in one execution mode; its latency figures."""
+    name = f"{execution}-{commit_ms}"
+    log_dir = root / f"log-{name}"
     log = FileLog(str(log_dir), fsync=False)
     for topic in (TOPIC, *OUTPUTS):
         log.create_topic(topic, args.partitions)
     config = StreamsConfig(
-        application_id=f"latency-{commit_ms}",
+        application_id=f"latency-{name}",
         log=f"file://{log_dir}",
-        state_dir=str(root / f"state-{commit_ms}"),
+        state_dir=str(root / f"state-{name}"),
         commit_interval=commit_ms,
+        execution=execution,
     )
     app = StreamsApp(topology(), config, spark=spark)
     producer = Producer(log, args.rate, args.partitions, args.keys, args.seed)
@@ -162,6 +170,7 @@ def run_once(spark: Any, root: Path, args: argparse.Namespace, commit_ms: int) -
     latencies = observer.latencies
     batches = list(app.history)
     return {
+        "execution": execution,
         "commit_interval_ms": commit_ms,
         "produced": producer.produced,
         "outputs_counted": len(latencies),
@@ -183,6 +192,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--commit-interval", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--execution", nargs="+", default=["continuous", "micro_batch"], help="modes to run"
+    )
     args = parser.parse_args(argv)
     from streamtide.engine.interop import build_session
 
@@ -191,19 +203,20 @@ def main(argv: list[str] | None = None) -> None:
     results = []
     try:
         for commit_ms in args.commit_interval:
-            result = run_once(spark, root, args, commit_ms)
-            results.append(result)
-            print(
-                f"commit_interval {commit_ms} ms, {args.rate:,} records/s: "
-                f"p50 {result['p50_ms']:.0f} ms, p99 {result['p99_ms']:.0f} ms, "
-                f"max {result['max_ms']:.0f} ms over {result['outputs_counted']:,} outputs; "
-                f"{result['batches']} batches, p50 batch {result['p50_batch_ms']:.0f} ms",
-                flush=True,
-            )
+            for execution in args.execution:
+                result = run_once(spark, root, args, commit_ms, execution)
+                results.append(result)
+                print(
+                    f"{execution}, commit_interval {commit_ms} ms, {args.rate:,} records/s: "
+                    f"p50 {result['p50_ms']:.0f} ms, p99 {result['p99_ms']:.0f} ms, "
+                    f"max {result['max_ms']:.0f} ms over {result['outputs_counted']:,} outputs; "
+                    f"{result['batches']} batches, p50 batch {result['p50_batch_ms']:.0f} ms",
+                    flush=True,
+                )
     finally:
         spark.stop()
         shutil.rmtree(root, ignore_errors=True)
-    print(json.dumps({"rate": args.rate, "mode": "micro_batch", "results": results}))
+    print(json.dumps({"rate": args.rate, "results": results}))
 
 
 if __name__ == "__main__":

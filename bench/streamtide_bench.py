@@ -17,6 +17,7 @@ from bench.workload import TOPIC, Workload
 from streamtide import (
     Consumed,
     Deduplicated,
+    EmitStrategy,
     Materialized,
     Processor,
     Produced,
@@ -33,7 +34,7 @@ from streamtide.engine.progress import BatchProgress
 from streamtide.state.stores import Stores
 
 STRING, INT, JSON = Serdes.string(), Serdes.long(), Serdes.json()
-OPERATIONS = ("dedup", "session-count", "punctuation")
+OPERATIONS = ("dedup", "session-count", "session-count-final", "punctuation")
 
 
 def event_id(key: str, value: dict[str, Any]) -> int:
@@ -65,6 +66,26 @@ def session_topology(w: Workload) -> Topology:
         .count(Materialized.as_("sessions"))
         .to_stream()
         .to("session-out", Produced.with_(Serdes.session_windowed(STRING), INT))
+    )
+    return builder.build()
+
+
+def final_session_topology(w: Workload) -> Topology:
+    """Count records per key and session, each session emitted once when it closes
+    (``EmitStrategy.on_window_close()``), with a grace of the watermark delay Spark's query
+    uses: the output contract of Spark's append-mode session count."""
+    builder = StreamsBuilder()
+    windows = SessionWindows.of_inactivity_gap_and_grace(
+        timedelta(milliseconds=w.session_gap_ms), timedelta(milliseconds=w.dedup_interval_ms)
+    )
+    (
+        builder.stream(TOPIC, Consumed.with_(STRING, JSON))
+        .group_by_key()
+        .windowed_by(windows)
+        .emit_strategy(EmitStrategy.on_window_close())
+        .count(Materialized.as_("final-sessions"))
+        .to_stream()
+        .to("final-session-out", Produced.with_(Serdes.session_windowed(STRING), INT))
     )
     return builder.build()
 
@@ -108,6 +129,8 @@ def punctuation_topology(w: Workload) -> Topology:
 NOTES = {
     "dedup": "{op}, interval {interval} ms, RocksDB dedup store",
     "session-count": "session count, gap {gap} ms, RocksDB session store, record cache on",
+    "session-count-final": "session count, gap {gap} ms, grace {interval} ms, emitted once "
+    "per session when it closes (on_window_close: the session store plus its close index)",
     "punctuation": "per-key counts in a RocksDB key-value store, all emitted every {every} ms "
     "of stream time",
 }
@@ -125,6 +148,7 @@ def note(operation: str, w: Workload) -> str:
 TOPOLOGIES = {
     "dedup": dedup_topology,
     "session-count": session_topology,
+    "session-count-final": final_session_topology,
     "punctuation": punctuation_topology,
 }
 

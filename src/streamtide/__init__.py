@@ -5,8 +5,10 @@ Everything a user needs is importable from here; other modules are internals tha
 
 from streamtide.config import StreamsConfig
 from streamtide.dsl import (
+    BufferConfig,
     Consumed,
     Deduplicated,
+    EmitStrategy,
     GlobalKTable,
     Grouped,
     Joined,
@@ -22,11 +24,14 @@ from streamtide.dsl import (
     Repartitioned,
     SessionMerger,
     SessionWindows,
+    SlidingWindows,
     StreamJoined,
     StreamsBuilder,
+    Suppressed,
     TimeWindows,
 )
 from streamtide.errors import (
+    BufferFullError,
     ConfigError,
     HandlerFailedError,
     LogError,
@@ -65,11 +70,14 @@ def __getattr__(name: str):  # the engine pulls in Spark: import it only when as
 
 
 __all__ = [
+    "BufferConfig",
+    "BufferFullError",
     "Cancellable",
     "ConfigError",
     "Consumed",
     "ConsumerRecord",
     "Deduplicated",
+    "EmitStrategy",
     "ErrorHandlerContext",
     "GlobalKTable",
     "Grouped",
@@ -98,6 +106,7 @@ __all__ = [
     "Serdes",
     "SessionMerger",
     "SessionWindows",
+    "SlidingWindows",
     "StateStore",
     "StoreError",
     "Stores",
@@ -107,6 +116,7 @@ __all__ = [
     "StreamsConfig",
     "StreamsProcessingError",
     "StreamtideError",
+    "Suppressed",
     "TimeWindows",
     "TimestampExtractor",
     "Topology",

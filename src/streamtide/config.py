@@ -59,6 +59,10 @@ class StreamsConfig:
     ``default_timestamp_extractor``: ``fn(record, partition_time) -> int`` for every source
     without its own (``Consumed.with_(..., timestamp_extractor=fn)``); None uses each record's
     own timestamp (see ``streamtide.timestamp_extractor``).
+    ``allow_topology_name_changes``: start even when state stores or internal topics the
+    application ran with are gone from the topology (their state is abandoned); by default
+    such a start fails, listing the old and new names. ``ensure_explicit_internal_resource_naming``
+    (KIP-1111): refuse a topology with generated store or internal topic names.
     """
 
     application_id: str = "streamtide-app"
@@ -88,8 +92,10 @@ class StreamsConfig:
     default_timestamp_extractor: TimestampExtractor | None = None
     fatal_exceptions: tuple[type[BaseException], ...] = ()
     metrics_port: int | None = None
-    execution: str = "micro_batch"
+    execution: str = "continuous"
     work_unit_max_age: Duration = 3_600_000
+    allow_topology_name_changes: bool = False
+    ensure_explicit_internal_resource_naming: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.application_id, str) or not _APP_ID.match(self.application_id):
@@ -181,6 +187,8 @@ class StreamsConfig:
             "batch_processing",
             "adaptive_batch_size",
             "stages_in_one_job",
+            "allow_topology_name_changes",
+            "ensure_explicit_internal_resource_naming",
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be a bool, got {getattr(self, name)!r}")

@@ -100,5 +100,10 @@ class InputTopicChangedError(LogError):
     or it is shorter than the committed offset. Set ``auto_offset_reset`` to continue."""
 
 
+class BufferFullError(StreamsProcessingError):
+    """A suppression buffer configured with ``shutdown_when_full()`` exceeded its limits: the
+    application stops at once (no retry, no error handler), naming the node and the limits."""
+
+
 class InvalidTimestampError(StreamsProcessingError):
     """A record's timestamp is negative and ``invalid_timestamp_handler`` is ``"fail"``."""

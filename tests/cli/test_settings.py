@@ -58,6 +58,8 @@ invalid_timestamp_handler = "log_and_skip"
 auto_offset_reset = "earliest"
 fatal_exceptions = ["builtins.ZeroDivisionError"]
 default_timestamp_extractor = "streamtide.timestamp_extractor.wallclock_timestamp"
+allow_topology_name_changes = true
+ensure_explicit_internal_resource_naming = true
 master = "local[1]"
 
 [log_options]
@@ -89,6 +91,8 @@ def test_the_file_takes_every_setting(tmp_path: Path) -> None:
     assert config.errors_dead_letter_topic == "clicks-dead-letters"
     assert config.default_timestamp_extractor is wallclock_timestamp
     assert config.log_options == {"socket.timeout.ms": 5000}
+    assert config.allow_topology_name_changes is True
+    assert config.ensure_explicit_internal_resource_naming is True
 
 
 def test_repeated_flags_for_log_options_and_fatal_exceptions(tmp_path: Path) -> None:

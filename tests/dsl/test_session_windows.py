@@ -292,5 +292,5 @@ def test_session_windows_validation():
         grouped.windowed_by(SessionWindows.with_inactivity_gap(5000)).count(
             Materialized.as_("s").with_retention(1000)
         )
-    with pytest.raises(TypeError, match="TimeWindows or SessionWindows"):
+    with pytest.raises(TypeError, match="TimeWindows, SessionWindows or SlidingWindows"):
         grouped.windowed_by(5000)

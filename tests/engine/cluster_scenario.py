@@ -2,7 +2,8 @@
 
 The cluster starts with three executors and is shrunk to two at once (``engine.scaling``).
 
-1. The session topology with one standby replica runs until caught up; every task must run on
+1. The session topology with one standby replica runs (in micro-batch execution; the other
+   scenarios and step 3 run continuously) until caught up; every task must run on
    the executor the assignment named, and the output must equal the test driver's.
 2. The executor running task 0_0 is killed (its JVM, started by this run); more input
    arrives; the task moves to the surviving executor, which held its standby, restores only
@@ -76,7 +77,9 @@ def main(workdir: str) -> None:
             and placement_ok(runs)
             and len({e for p in runs for e in p.ran_on.values()}) == 2
         )
-    config = engine_config(log_url, str(root / "state"), num_standby_replicas=1)
+    config = engine_config(
+        log_url, str(root / "state"), num_standby_replicas=1, execution="micro_batch"
+    )
     app = StreamsApp(session_topology(), config, spark=spark)
     progress = app.run_until_caught_up(timeout=600)
     result = {

@@ -9,7 +9,7 @@ from typing import Any
 
 from streamtide.config import StreamsConfig
 from streamtide.engine.app_dir import AppDirectory, app_dir_for
-from streamtide.engine.committer import BatchCommitter
+from streamtide.engine.committer import BatchCommitter, StageResult
 from streamtide.engine.plan import Stage, make_plan
 from streamtide.engine.protocol import CommitRecord, Ranges, resume_batch
 from streamtide.log import open_log
@@ -63,9 +63,13 @@ class LocalDriver:
             )
             for task, prepared in result.prepare.tasks.items():
                 self.states[task] = prepared.state
+            self.after_stage(result)
         self.committer.commit(CommitRecord(batch, self.committer.epoch, dict(self.states)))
         self.batch = batch + 1
         return batch
+
+    def after_stage(self, result: StageResult) -> None:
+        """Called once a stage is sealed (long-running executors learn the outcome here)."""
 
     def run_until_caught_up(self, max_batches: int = 50) -> None:
         for _ in range(max_batches):

@@ -13,7 +13,9 @@ from datetime import timedelta
 from typing import Any
 
 from streamtide import (
+    BufferConfig,
     Consumed,
+    EmitStrategy,
     JoinWindows,
     Materialized,
     Processor,
@@ -24,6 +26,8 @@ from streamtide import (
     SessionWindows,
     StreamsBuilder,
     StreamsConfig,
+    Suppressed,
+    TimeWindows,
     Topology,
     Windowed,
 )
@@ -104,6 +108,58 @@ def session_topology() -> Topology:
     return builder.build()
 
 
+def final_session_topology() -> Topology:
+    """Session counts emitted once per session, when it closes (``on_window_close``)."""
+    builder = StreamsBuilder()
+    (
+        builder.stream("events", Consumed.with_(STRING, JSON))
+        .group_by_key()
+        .windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=5), 2_000))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .count(Materialized.as_("final-sessions"))
+        .to_stream()
+        .to("out", Produced.with_(Serdes.windowed(STRING), INT, by_user_key))
+    )
+    return builder.build()
+
+
+def final_window_topology() -> Topology:
+    """Hopping-window counts emitted once per window, when it closes (``on_window_close``)."""
+    builder = StreamsBuilder()
+    (
+        builder.stream("events", Consumed.with_(STRING, JSON))
+        .group_by_key()
+        .windowed_by(TimeWindows.of_size_and_grace(10_000, 3_000).advance_by(5_000))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .count(Materialized.as_("final-windows"))
+        .to_stream()
+        .to("out", Produced.with_(Serdes.windowed(STRING), INT, by_user_key))
+    )
+    return builder.build()
+
+
+def suppressed_topology() -> Topology:
+    """Session counts held back until each session closes (``until_window_closes``), and
+    per-key counts held back 4 s (``until_time_limit``): both buffers are stores."""
+    builder = StreamsBuilder()
+    grouped = builder.stream("events", Consumed.with_(STRING, JSON)).group_by_key()
+    (
+        grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(timedelta(seconds=5), 0))
+        .count(Materialized.as_("session-counts"))
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()).with_name("final"))
+        .to_stream()
+        .map(lambda k, v: (k.key, v * 1_000_000 + k.window.end // 1_000))
+        .to("out", Produced.with_(STRING, INT, by_user_key))
+    )
+    (
+        grouped.count(Materialized.as_("key-counts"))
+        .suppress(Suppressed.until_time_limit(4_000, BufferConfig.max_records(3)))
+        .to_stream()
+        .to("out", Produced.with_(STRING, INT, by_user_key))
+    )
+    return builder.build()
+
+
 class EveryTenSeconds(Processor):
     """Counts records per key in a store; every 10 s of stream time emits the counts."""
 
@@ -152,6 +208,9 @@ SCENARIOS: dict[str, tuple[Callable[[], Topology], Any, Any]] = {
     "session": (session_topology, Serdes.windowed(STRING), INT),
     "punctuation": (punctuation_topology, STRING, INT),
     "stream_join": (stream_join_topology, STRING, JSON),
+    "final-session": (final_session_topology, Serdes.windowed(STRING), INT),
+    "final-window": (final_window_topology, Serdes.windowed(STRING), INT),
+    "suppressed": (suppressed_topology, STRING, INT),
 }
 
 

@@ -75,6 +75,7 @@ def die_after(driver: LocalDriver, n: int) -> list[int]:
 
     for name in WRITES:
         wrap(driver.app_dir, name)
+    driver.log.parallel_seals = False  # one seal at a time: every write is a crash point
     wrap(driver.log, "seal")
     return count
 

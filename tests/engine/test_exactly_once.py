@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from streamtide.engine.app_dir import AppDirectory
 from streamtide.log import LogRecord, open_log
 from tests.engine.scenarios import (
     JSON,
+    SCENARIOS,
     STRING,
     by_user_key,
     engine_config,
@@ -112,18 +114,30 @@ def test_a_driver_that_dies_before_commit_resumes_exactly(
     assert engine_outputs(log_url, "session") == expected_outputs("session", events)
 
 
-def test_restart_resumes_with_no_loss_and_no_duplicates(spark, log_url, tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("name", "moved"),
+    [("session", False), ("final-session", True), ("final-window", False), ("suppressed", True)],
+)
+def test_restart_resumes_with_no_loss_and_no_duplicates(
+    spark, log_url, tmp_path, name, moved
+) -> None:
+    """Also for emit-final aggregations and suppression buffers: a restarted app neither
+    re-emits a result nor loses one, with its local state (``moved=False``) or restored
+    from the changelogs as after a move to another executor (``moved=True``)."""
     events = make_events(240, seed=9)
     first, second = events[:120], events[120:]
     write_events(log_url, first)
+    topology_fn = SCENARIOS[name][0]
     config = engine_config(log_url, str(tmp_path / "state"))
-    StreamsApp(session_topology(), config, spark=spark).run_until_caught_up(timeout=300)
+    StreamsApp(topology_fn(), config, spark=spark).run_until_caught_up(timeout=300)
     write_events(log_url, second)
-    again = StreamsApp(session_topology(), config, spark=spark)
+    if moved:
+        shutil.rmtree(tmp_path / "state")
+    again = StreamsApp(topology_fn(), config, spark=spark)
     progress = again.run_until_caught_up(timeout=300)
     assert progress[0].batch > 0
     assert sum(p.input_records for p in progress) == len(second)
-    assert engine_outputs(log_url, "session") == expected_outputs("session", events)
+    assert engine_outputs(log_url, name) == expected_outputs(name, events)
 
 
 def test_a_poison_record_fails_with_a_clear_error(spark, log_url, tmp_path) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from streamtide import (
+    BufferConfig,
     Consumed,
     ErrorHandlerContext,
     HandlerFailedError,
@@ -16,11 +17,14 @@ from streamtide import (
     Processor,
     Produced,
     Record,
+    Serdes,
     StreamsApp,
     StreamsBuilder,
+    Suppressed,
 )
 from streamtide.engine.failures import RemoteTraceback, failure_report, rebuild, signature
 from streamtide.errors import (
+    BufferFullError,
     CorruptLogError,
     InvalidTimestampError,
     SerdeError,
@@ -73,6 +77,7 @@ def test_a_processing_error_is_rebuilt_with_its_type_and_record() -> None:
         (StreamsProcessingError("processing failed"), KeyError("k"), True),  # marked fatal
         (StreamsProcessingError("processing failed"), ValueError("v"), False),
         (HandlerFailedError("processing failed"), ValueError("v"), True),  # a handler's FAIL
+        (BufferFullError("suppression buffer of 's' exceeded its max capacity"), None, True),
         (RuntimeError("a bug"), None, False),
     ],
 )
@@ -190,6 +195,30 @@ def test_a_handler_function_answering_fail_stops_the_app_without_retries(
     assert (error.node, error.topic, error.task_id) == ("divider", "events", f"0_{error.partition}")
     assert error.offset is not None and "ZeroDivisionError" in str(error)
     assert Path(marker).read_text().count("raised") == 1
+
+
+@pytest.mark.spark
+def test_a_full_suppression_buffer_that_must_shut_down_stops_the_app(
+    spark, log_url, tmp_path
+) -> None:
+    """Even with a continuing error handler: the node and the limits are named, no retry."""
+    write_events(log_url, make_events(60, seed=46))
+    builder = StreamsBuilder()
+    full = BufferConfig.max_records(2).shutdown_when_full()
+    (
+        builder.stream("events", Consumed.with_(STRING, JSON))
+        .group_by_key()
+        .count()
+        .suppress(Suppressed.until_time_limit(3_600_000, full).with_name("hold"))
+        .to_stream()
+        .to("out", Produced.with_(STRING, Serdes.long()))
+    )
+    config = engine_config(
+        log_url, str(tmp_path / "state"), processing_exception_handler="log_and_continue"
+    )
+    app = StreamsApp(builder.build(), config, spark=spark)
+    with pytest.raises(BufferFullError, match=r"'hold' exceeded its max capacity: 3/2 records"):
+        app.run_until_caught_up(timeout=300)
 
 
 @pytest.mark.spark

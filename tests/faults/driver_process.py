@@ -14,11 +14,20 @@ import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
+from streamtide.engine.channel import (
+    ChannelClosedError,
+    accept_handshake,
+    new_secret,
+    recv_message,
+    send_message,
+)
+from streamtide.engine.committer import StageResult
 from streamtide.engine.protocol import Ranges
 from tests.engine.local_driver import CLIENT, LocalDriver
 from tests.engine.scenarios import engine_config, session_topology
@@ -33,8 +42,8 @@ class ChildExecutorDriver(LocalDriver):
         super().__init__(session_topology(), config)
         self.kill_probability, self.kills_file, self.rnd = kill_probability, kills_file, rnd
 
-    def _execute(self, batch, stage, ranges: Ranges) -> list[tuple[str, dict]]:
-        spec = {
+    def _spec(self, batch, stage, ranges: Ranges) -> dict:
+        return {
             "batch": batch,
             "stage": stage.subtopology,
             "client": CLIENT,
@@ -48,6 +57,9 @@ class ChildExecutorDriver(LocalDriver):
             ],
             "standby": [],
         }
+
+    def _execute(self, batch, stage, ranges: Ranges) -> list[tuple[str, dict]]:
+        spec = self._spec(batch, stage, ranges)
         payload = json.dumps({"config": config_args(self.config), "spec": spec})
         for _ in range(MAX_ATTEMPTS):
             child = subprocess.Popen(
@@ -69,11 +81,82 @@ class ChildExecutorDriver(LocalDriver):
                 return [(CLIENT, report)]
         raise RuntimeError("every attempt of the stage failed")
 
-    def _kill(self, child: subprocess.Popen) -> None:
+    def _kill(self, child: subprocess.Popen, count: bool = True) -> None:
         if child.poll() is None:
             child.send_signal(signal.SIGKILL)
-            with open(self.kills_file, "a") as f:
-                f.write("executor\n")
+            if count:
+                with open(self.kills_file, "a") as f:
+                    f.write("executor\n")
+
+
+class LongRunningExecutorDriver(ChildExecutorDriver):
+    """ChildExecutorDriver whose executor is one long-running work unit (continuous
+    execution): it keeps its tasks open between batches and learns each sealed outcome over
+    the control channel; a killed one is replaced and the stage retried."""
+
+    def __init__(self, config, kill_probability: float, kills_file: Path, rnd) -> None:
+        super().__init__(config, kill_probability, kills_file, rnd)
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.server.settimeout(120)
+        self.secret = new_secret()
+        self.child: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+
+    def _launch(self) -> None:
+        port = str(self.server.getsockname()[1])
+        args = json.dumps(config_args(self.config))
+        self.child = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "tests.faults.executor_process", "--serve"),
+                *("127.0.0.1", port, self.secret, args),
+            ]
+        )
+        conn, _ = self.server.accept()
+        accept_handshake(conn, self.secret)
+        send_message(conn, {"ok": True})
+        self.sock = conn
+
+    def _drop(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+        if self.child is not None:
+            self._kill(self.child, count=False)
+            self.child.wait()
+        self.sock, self.child = None, None
+
+    def _execute(self, batch, stage, ranges: Ranges) -> list[tuple[str, dict]]:
+        spec = self._spec(batch, stage, ranges)
+        for _ in range(MAX_ATTEMPTS):
+            if self.sock is None:
+                self._launch()
+            assert self.child is not None and self.sock is not None
+            timer = None
+            if self.rnd.random() < self.kill_probability:
+                # a kept-open executor answers a run in a fraction of a second: kill within it
+                timer = threading.Timer(self.rnd.uniform(0.0, 0.25), self._kill, (self.child,))
+                timer.start()
+            try:
+                send_message(self.sock, {"kind": "run", "units": [spec]})
+                report = recv_message(self.sock)["reports"][0]
+            except (ChannelClosedError, OSError):
+                self._drop()
+                continue
+            finally:
+                if timer is not None:
+                    timer.cancel()
+            if "failure" in report:
+                continue
+            report["ran_on"] = {"executor": CLIENT}
+            return [(CLIENT, report)]
+        raise RuntimeError("every attempt of the stage failed")
+
+    def after_stage(self, result: StageResult) -> None:
+        winners = {t: p.writer for t, p in result.prepare.tasks.items() if p.writer}
+        if self.sock is not None and winners:
+            try:
+                send_message(self.sock, {"kind": "settle", "winners": winners})
+            except OSError:
+                self._drop()
 
 
 def config_args(config) -> dict:
@@ -91,11 +174,15 @@ def main() -> None:
     parser.add_argument("kills_file")
     parser.add_argument("--executor-kill", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--execution", choices=["continuous", "micro_batch"], default="micro_batch")
     args = parser.parse_args()
     config = make_config({"log": args.log, "state_dir": args.state_dir, "app": "faults"})
     rnd = random.Random(args.seed)
-    driver = ChildExecutorDriver(config, args.executor_kill, Path(args.kills_file), rnd)
+    kind = LongRunningExecutorDriver if args.execution == "continuous" else ChildExecutorDriver
+    driver = kind(config, args.executor_kill, Path(args.kills_file), rnd)
     driver.run_until_caught_up(max_batches=10_000)
+    if isinstance(driver, LongRunningExecutorDriver) and driver.sock is not None:
+        send_message(driver.sock, {"kind": "stop"})
     sys.stdout.write(f"caught up at batch {driver.batch} (pid {os.getpid()})\n")
 
 

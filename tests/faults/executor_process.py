@@ -1,19 +1,33 @@
-"""An "executor" for the random-kill runs: runs one work unit read as JSON from stdin and
-writes its report as JSON to stdout (``python -m tests.faults.executor_process``)."""
+"""An "executor" for the random-kill runs (``python -m tests.faults.executor_process``).
+
+Micro-batch: runs one work unit read as JSON from stdin and writes its report as JSON to
+stdout. ``--serve HOST PORT SECRET CONFIG``: a long-running work unit, as continuous execution
+runs on Spark: it connects to the driver's control channel and runs the work units the driver
+sends, keeping its tasks open between batches (``runtime.task_host``).
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+from typing import Any
 
+from streamtide.engine.channel import connect
+from streamtide.engine.failures import failure_report
+from streamtide.engine.worker import answer_driver
 from streamtide.log import open_log
 from streamtide.runtime.state_factory import make_task_stores
-from streamtide.runtime.work_unit import WorkUnitSpec, run_work_unit
+from streamtide.runtime.task_host import TaskHost
+from streamtide.runtime.work_unit import WorkUnitSpec, client_state_dir, run_work_unit
 from tests.engine.scenarios import session_topology
 from tests.faults.driver_process import make_config
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--serve"]:
+        serve(*sys.argv[2:6])
+        return
     message = json.loads(sys.stdin.read())
     config = make_config(message["config"])
     spec = WorkUnitSpec.from_dict(message["spec"])
@@ -24,6 +38,44 @@ def main() -> None:
         sys.stdout.flush()
     except BrokenPipeError:  # the driver that asked was killed meanwhile: nobody listens
         sys.stdout = None  # type: ignore[assignment]  # no second error at interpreter exit
+
+
+def serve(host: str, port: str, secret: str, config_json: str) -> None:
+    config = make_config(json.loads(config_json))
+    log = open_log(config.log)
+    topology = session_topology()
+    tasks = TaskHost(
+        topology,
+        config,
+        log,
+        make_task_stores,
+        client_state_dir(config, "local"),
+        keep_open=True,
+    )
+    sock = connect(host, int(port), secret, {"pid": os.getpid()})
+    parent = os.getppid()
+
+    def run(units: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        reports = []
+        for unit in units:
+            try:
+                spec = WorkUnitSpec.from_dict(unit)
+                reports.append(
+                    run_work_unit(topology, config, log, spec, make_task_stores, host=tasks)
+                )
+            except Exception as exc:
+                tasks.close()
+                reports.append({"failure": failure_report(exc, ())})
+        return reports
+
+    def gone() -> str | None:
+        return "the driver died" if os.getppid() != parent else None
+
+    try:
+        answer_driver(sock, tasks, run, gone)
+    finally:
+        tasks.close()
+        sock.close()
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ def run_with_kills(
     seed: int,
     min_executor_kills: int = 0,
     max_wait: float = 2.5,
+    execution: str = "micro_batch",
 ) -> KillRun:
     """Feed ``events`` in chunks while killing drivers at random moments (until ``driver_kills``
     drivers and ``min_executor_kills`` executors were killed); then let one driver finish and
@@ -72,6 +73,7 @@ def run_with_kills(
             [
                 *(sys.executable, "-m", "tests.faults.driver_process", log_url, state),
                 *(str(kills_file), f"--executor-kill={executor_kill}", f"--seed={seed * 1000 + n}"),
+                f"--execution={execution}",
             ],
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -11,15 +11,19 @@ import pytest
 from tests.faults.harness import run_with_kills
 
 
-def test_a_few_random_driver_and_executor_kills(tmp_path) -> None:
-    run = run_with_kills(tmp_path, events=240, driver_kills=3, executor_kill=0.3, seed=7)
+@pytest.mark.parametrize("execution", ["continuous", "micro_batch"])
+def test_a_few_random_driver_and_executor_kills(tmp_path, execution) -> None:
+    run = run_with_kills(
+        tmp_path, events=240, driver_kills=3, executor_kill=0.3, seed=7, execution=execution
+    )
     assert run.driver_kills == 3
     assert (run.lost, run.duplicated) == (0, 0)
 
 
 @pytest.mark.faults
+@pytest.mark.parametrize("execution", ["continuous", "micro_batch"])
 @pytest.mark.parametrize("seed", [101, 202])
-def test_thirty_driver_kills_and_ten_executor_kills(tmp_path, seed) -> None:
+def test_thirty_driver_kills_and_ten_executor_kills(tmp_path, seed, execution) -> None:
     run = run_with_kills(
         tmp_path,
         events=4000,
@@ -27,7 +31,8 @@ def test_thirty_driver_kills_and_ten_executor_kills(tmp_path, seed) -> None:
         executor_kill=0.4,
         seed=seed,
         min_executor_kills=12,
+        execution=execution,
     )
-    print(f"\nrandom-kill run (seed {seed}): {run}")
+    print(f"\nrandom-kill run ({execution}, seed {seed}): {run}")
     assert run.driver_kills >= 30 and run.executor_kills >= 10
     assert (run.lost, run.duplicated) == (0, 0)

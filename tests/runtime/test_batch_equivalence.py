@@ -21,8 +21,10 @@ from hypothesis import strategies as st
 from rocksdict import Options, Rdict
 
 from streamtide import (
+    BufferConfig,
     Consumed,
     Deduplicated,
+    EmitStrategy,
     JoinWindows,
     Materialized,
     Processor,
@@ -33,6 +35,7 @@ from streamtide import (
     SessionWindows,
     StreamsBuilder,
     StreamsConfig,
+    Suppressed,
     TimeWindows,
     Topology,
 )
@@ -183,8 +186,50 @@ def windowed_outer_join() -> Topology:
     return builder.build()
 
 
+def final_sessions_and_windows() -> Topology:
+    """Emit-final session counts and hopping-window sums (``EmitStrategy.on_window_close()``):
+    final results depend on stream time at every record, and their close indexes are stores.
+    Also suppressed tables: session counts (batch twin, record cache) held until each session
+    closes, and per-key counts held 3 s in a buffer of at most 2 keys."""
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", Consumed.with_(STRING, JSON)).group_by_key()
+    (
+        grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(3 * S, 2 * S))
+        .count(Materialized.as_("suppressed-sessions"))
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        .to_stream()
+        .to("unique", Produced.with_(Serdes.windowed(STRING), Serdes.long()))
+    )
+    (
+        grouped.count(Materialized.as_("key-counts"))
+        .suppress(Suppressed.until_time_limit(3 * S, BufferConfig.max_records(2)))
+        .to_stream()
+        .to("sums", Produced.with_(STRING, Serdes.long()))
+    )
+    (
+        grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(4 * S, 3 * S))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .count(Materialized.as_("final-sessions"))
+        .to_stream()
+        .to("sessions", Produced.with_(Serdes.windowed(STRING), Serdes.long()))
+    )
+    (
+        grouped.windowed_by(TimeWindows.of_size_and_grace(10 * S, 2 * S).advance_by(5 * S))
+        .emit_strategy(EmitStrategy.on_window_close())
+        .aggregate(
+            lambda: 0,
+            lambda k, v, total: total + v["n"],
+            Materialized.as_("final-windows").with_value_serde(Serdes.long()),
+        )
+        .to_stream()
+        .to("windows", Produced.with_(Serdes.windowed(STRING), Serdes.long()))
+    )
+    return builder.build()
+
+
 TOPOLOGIES: dict[str, Callable[[], Topology]] = {
     "enriched-by-a-table": enriched_by_a_table,
+    "final-sessions-windows": final_sessions_and_windows,
     "dedup-sessions": dedup_then_sessions,
     "by-id-list-sessions": dedup_by_id_and_list_sessions,
     "punctuated": punctuated_counts,
@@ -321,9 +366,10 @@ def test_batch_path_equals_record_path(name: str, data: Any) -> None:
     for what in record_path:
         assert batch_path[what] == record_path[what], what
     outputs = ("sessions", "unique", "windows", "sums", "joined")
-    # (records without key may all be dropped; a join may hold every record back)
-    keyed = any(r.key is not None for r in records)
-    assert any(record_path.get(topic) for topic in outputs) or not keyed or name == "outer-join"
+    # records without key may all be dropped; a join or final results may hold every record back
+    held_back = name in ("outer-join", "final-sessions-windows")
+    keyless = all(r.key is None for r in records)
+    assert any(record_path.get(topic) for topic in outputs) or keyless or held_back
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -353,3 +399,31 @@ def test_batch_path_keeps_emitted_aggregates_intact() -> None:
         shutil.rmtree(root, ignore_errors=True)
     values = [JSON.deserialize(value) for _, value, _, _ in seen["sessions"]]
     assert values == [[0], None, [0, 1], None, [0, 1, 2], None, [0, 1, 2, 3]]
+
+
+def test_final_results_and_suppressed_tables_are_emitted_alike() -> None:
+    """A fixed input long enough that windows close and buffers fill: both paths emit the
+    same final results, suppressed records and store contents, across restarts."""
+    keys = [b"a", b"b", b"c"]
+    records = [
+        LogRecord(
+            keys[n % 3],
+            JSON.serialize({"n": n % 10, "i": n}),
+            100 * S + n * 700 + (n // 20) * 20 * S - (n % 4) * 900,
+        )
+        for n in range(80)
+    ]
+    results = []
+    for batch_processing in (False, True):
+        root = Path(tempfile.mkdtemp(prefix="streamtide-eq-"))
+        try:
+            results.append(
+                run_batches(
+                    root, final_sessions_and_windows(), records, [20, 45], {2}, batch_processing
+                )
+            )
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
+    record_path, batch_path = results
+    assert batch_path == record_path
+    assert all(record_path[topic] for topic in ("sessions", "windows", "unique", "sums"))

@@ -80,6 +80,9 @@ _HELP = {
     "log_options": "A log client setting KEY=VALUE (repeatable; a table in the file)",
     "fatal_exceptions": "An exception type (module.Name) reported once, never retried "
     "(repeatable; a list in the file)",
+    "allow_topology_name_changes": "Start although stores or internal topics the application "
+    "ran with are gone (their state is abandoned)",
+    "ensure_explicit_internal_resource_naming": "Refuse generated store and internal topic names",
 }
 #: Settings given as repeated flags, collected into a dict or a tuple.
 _REPEATED = {"log_options": "--log-option", "fatal_exceptions": "--fatal-exception"}

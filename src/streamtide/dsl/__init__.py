@@ -4,6 +4,7 @@ from streamtide.dsl import dedup_batch, session_batch  # noqa: F401  (register b
 from streamtide.dsl.branched import BranchedKStream
 from streamtide.dsl.builder import StreamsBuilder
 from streamtide.dsl.deduplicate import Deduplicated
+from streamtide.dsl.emit_strategy import EmitStrategy
 from streamtide.dsl.global_table import GlobalKTable
 from streamtide.dsl.join_windows import JoinWindows, StreamJoined
 from streamtide.dsl.kgrouped import KGroupedStream
@@ -20,13 +21,17 @@ from streamtide.dsl.params import (
     Repartitioned,
 )
 from streamtide.dsl.printed import Printed
+from streamtide.dsl.sliding_windowed import SlidingWindowedKStream
+from streamtide.dsl.suppressed import BufferConfig, Suppressed
 from streamtide.dsl.windowed import SessionMerger, SessionWindowedKStream, TimeWindowedKStream
-from streamtide.dsl.windows import SessionWindows, TimeWindows
+from streamtide.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
 
 __all__ = [
     "BranchedKStream",
+    "BufferConfig",
     "Consumed",
     "Deduplicated",
+    "EmitStrategy",
     "GlobalKTable",
     "Grouped",
     "JoinWindows",
@@ -43,8 +48,11 @@ __all__ = [
     "SessionMerger",
     "SessionWindowedKStream",
     "SessionWindows",
+    "SlidingWindowedKStream",
+    "SlidingWindows",
     "StreamJoined",
     "StreamsBuilder",
+    "Suppressed",
     "TimeWindowedKStream",
     "TimeWindows",
 ]

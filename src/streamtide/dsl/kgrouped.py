@@ -160,7 +160,8 @@ class KGroupedStream:
 
     def windowed_by(self, windows: Any) -> Any:
         """Aggregate per window: ``TimeWindows`` give a ``TimeWindowedKStream``,
-        ``SessionWindows`` a ``SessionWindowedKStream``."""
+        ``SessionWindows`` a ``SessionWindowedKStream``, ``SlidingWindows`` a
+        ``SlidingWindowedKStream``."""
         from streamtide.dsl.windowed import windowed_stream
 
         return windowed_stream(self, windows)

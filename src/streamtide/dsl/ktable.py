@@ -11,7 +11,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.change import Change, ToStreamProcessor, as_change
-from streamtide.dsl.params import Grouped, Materialized, Named, ensure_callable, named_of
+from streamtide.dsl.params import (
+    DEFAULT_STORE_TYPE,
+    Grouped,
+    Materialized,
+    Named,
+    ensure_callable,
+    named_of,
+)
+from streamtide.dsl.suppress import SuppressProcessor
+from streamtide.dsl.suppressed import Suppressed
 from streamtide.dsl.table_view import (
     DerivedOrigin,
     StoreOrigin,
@@ -19,8 +28,10 @@ from streamtide.dsl.table_view import (
     TableProcessor,
     table_store,
 )
+from streamtide.errors import TopologyError
 from streamtide.record import Record
-from streamtide.serde import Serde
+from streamtide.serde import Serde, Serdes
+from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 from streamtide.state.timestamped import ValueAndTimestamp
 
 if TYPE_CHECKING:
@@ -101,12 +112,16 @@ class KTable:
         value_serde: Serde | None,
         *,
         origin: TableOrigin | None = None,
+        window_close_ms: int | None = None,
     ) -> None:
         self.builder = builder
         self.node = node
         self.key_serde = key_serde
         self.value_serde = value_serde
         self.origin = origin if origin is not None else StoreOrigin(store_name)
+        #: for a windowed table: how long after a window's end it closes (grace, plus the gap
+        #: for sessions); None for a table that is not windowed
+        self.window_close_ms = window_close_ms
 
     @property
     def store_name(self) -> str | None:
@@ -138,7 +153,13 @@ class KTable:
             topology.add_state_store(store, name)
             value_serde = store.value_serde
         return KTable(
-            self.builder, name, origin.store_name, self.key_serde, value_serde, origin=origin
+            self.builder,
+            name,
+            origin.store_name,
+            self.key_serde,
+            value_serde,
+            origin=origin,
+            window_close_ms=self.window_close_ms,
         )
 
     def to_stream(self, named: Named | str | None = None) -> KStream:
@@ -198,6 +219,45 @@ class KTable:
             materialized,
             None,
             skip_double_tombstones=False,
+        )
+
+    def suppress(self, suppressed: Suppressed) -> KTable:
+        """Hold updates back: ``Suppressed.until_window_closes(...)`` emits each window's final
+        result once (windowed tables only); ``Suppressed.until_time_limit(d, ...)`` emits a
+        key's latest value ``d`` after its first buffered update. The buffer is a changelogged
+        store (``<name>-store`` when named), so it survives restarts and task moves."""
+        if not isinstance(suppressed, Suppressed):
+            raise TypeError(f"suppress() needs a Suppressed, got {suppressed!r}")
+        if suppressed.final_results and self.window_close_ms is None:
+            raise TopologyError(
+                "Suppressed.until_window_closes() needs a windowed table (the result of "
+                "windowed_by(...).count()/reduce()/aggregate()); for other tables use "
+                "Suppressed.until_time_limit()"
+            )
+        builder = self.builder
+        if suppressed.name is not None:
+            name, store_name = suppressed.name, f"{suppressed.name}-store"
+        else:
+            name = builder.new_name("KTABLE-SUPPRESS-")
+            store_name = builder.new_name("KTABLE-SUPPRESS-STATE-STORE-")
+        wait = self.window_close_ms if suppressed.final_results else suppressed.time_limit_ms
+        key_serde, value_serde = self.key_serde, self.value_serde
+        windowed = self.window_close_ms is not None
+        builder.topology.add_processor(
+            name,
+            lambda: SuppressProcessor(
+                name, store_name, suppressed, wait, key_serde, value_serde, windowed
+            ),
+            self.node,
+        )
+        store = KeyValueStoreBuilder(
+            KeyValueBytesStoreSupplier(store_name, DEFAULT_STORE_TYPE),
+            Serdes.bytes(),
+            Serdes.bytes(),
+        )
+        builder.topology.add_state_store(store, name)
+        return KTable(
+            builder, name, None, key_serde, value_serde, window_close_ms=self.window_close_ms
         )
 
     # ---- re-grouping and joins (dsl/kgrouped_table.py, dsl/table_table_joins.py) ---------

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from streamtide.dsl.final_results import SessionWindowFinalProcessor
 from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.dsl.windowed_processors import SessionWindowAggregateProcessor
 from streamtide.processor import drops
@@ -45,16 +46,15 @@ class BatchSessionWindowAggregateProcessor(SessionWindowAggregateProcessor):
         self._sessions[key_bytes] = sessions
         return sessions
 
-    def process(self, record: Record) -> None:
+    def _merge_in_memory(
+        self, record: Record, key_bytes: bytes, now: int
+    ) -> tuple[list[Session], list[Session], int, int, Any]:
+        """The key's live sessions, those ``record`` merges with, and the merged session's
+        start, end and aggregate (the record included)."""
         key, value, t = record.key, record.value, record.timestamp
-        if key is None or value is None:
-            drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
-            return
-        key_bytes = self._key_serde.serialize(key)
         sessions = self._sessions.get(key_bytes)
         if sessions is None:
             sessions = self._load(key, key_bytes)
-        now = self.context.current_stream_time_ms()
         live_from = now - self.retention_ms
         gap = self.gap
         low_end = t - gap if t - gap > live_from else live_from
@@ -80,6 +80,27 @@ class BatchSessionWindowAggregateProcessor(SessionWindowAggregateProcessor):
                 if initializer is NO_INITIALIZER
                 else self.aggregator(key, value, initializer())
             )
+        return sessions, merged, start, end, agg
+
+    def _store_new(
+        self, sessions: list[Session], now: int, new: Windowed, serialized: bytes
+    ) -> None:
+        """Record the merged session's write and keep it in memory, in end-then-start order."""
+        window = new.window
+        end, start = window.end, window.start
+        self._updates.append((now, new, serialized))
+        sessions.append((end, start, serialized, new))
+        if len(sessions) > 1 and sessions[-2][:2] > (end, start):
+            sessions.sort()
+
+    def process(self, record: Record) -> None:
+        key, value = record.key, record.value
+        if key is None or value is None:
+            drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
+            return
+        key_bytes = self._key_serde.serialize(key)
+        now = self.context.current_stream_time_ms()
+        sessions, merged, start, end, agg = self._merge_in_memory(record, key_bytes, now)
         new = Windowed(key, Window(start, end))
         updates = self._updates
         emit = self.cache.emit
@@ -92,12 +113,8 @@ class BatchSessionWindowAggregateProcessor(SessionWindowAggregateProcessor):
                 emit(Record(session[3], None, session[0], headers))
             else:
                 created = False
-        if end >= live_from:
-            serialized = self._value_serde.serialize(agg)
-            updates.append((now, new, serialized))
-            sessions.append((end, start, serialized, new))
-            if len(sessions) > 1 and sessions[-2][:2] > (end, start):
-                sessions.sort()
+        if end >= now - self.retention_ms:
+            self._store_new(sessions, now, new, self._value_serde.serialize(agg))
         emit(Record(new, agg, end, headers), created)
 
     def flush(self) -> None:
@@ -115,3 +132,58 @@ def _twin(processor: SessionWindowAggregateProcessor) -> BatchSessionWindowAggre
 
 
 register_batch_variant(SessionWindowAggregateProcessor, _twin)
+
+
+class BatchSessionWindowFinalProcessor(
+    BatchSessionWindowAggregateProcessor, SessionWindowFinalProcessor
+):
+    """Batch twin of ``SessionWindowFinalProcessor``: the sessions are merged in memory as
+    above, the close index is written per record as on the record path (so its changelog is
+    the same), and a closing session's final value comes from memory when its key was read
+    in this batch (the store gets the batch's writes only at commit)."""
+
+    def process(self, record: Record) -> None:
+        key, value = record.key, record.value
+        if key is None or value is None:
+            drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
+            return
+        now = self.context.current_stream_time_ms()
+        close = now - self.windows.retention_ms  # gap + grace
+        self._emit_closed(record, close)
+        key_bytes = self._key_serde.serialize(key)
+        sessions, merged, start, end, agg = self._merge_in_memory(record, key_bytes, now)
+        if end < close:
+            drops.record_drop(self.context.metrics, drops.LATE)
+            return
+        suffix_of = self._suffix
+        index = self.index
+        created = True
+        for session in merged:
+            sessions.remove(session)
+            if session[1] != start or session[0] != end:
+                self._updates.append((now, session[3], None))
+                index.remove(session[0], suffix_of(session[3]))
+            else:
+                created = False
+        new = Windowed(key, Window(start, end))
+        self._store_new(sessions, now, new, self._value_serde.serialize(agg))
+        if created:
+            index.add(end, suffix_of(new))
+
+    def _final_value(self, key: Any, key_bytes: bytes, start: int, end: int) -> Any:
+        sessions = self._sessions.get(key_bytes)
+        if sessions is None:
+            return super()._final_value(key, key_bytes, start, end)
+        for s_end, s_start, serialized, _ in sessions:
+            if s_end == end and s_start == start:
+                return self._value_serde.deserialize(serialized)
+        return None
+
+
+def _final_twin(processor: SessionWindowFinalProcessor) -> BatchSessionWindowFinalProcessor:
+    twin = BatchSessionWindowFinalProcessor.__new__(BatchSessionWindowFinalProcessor)
+    twin.__dict__.update(processor.__dict__)
+    return twin
+
+
+register_batch_variant(SessionWindowFinalProcessor, _final_twin)

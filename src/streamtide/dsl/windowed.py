@@ -9,6 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from streamtide.dsl.emit_strategy import EmitStrategy
+from streamtide.dsl.final_results import (
+    SessionWindowFinalProcessor,
+    TimeWindowFinalProcessor,
+    index_store_builder,
+)
 from streamtide.dsl.ktable import KTable
 from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
 from streamtide.dsl.processors import NO_INITIALIZER
@@ -18,7 +24,12 @@ from streamtide.dsl.windowed_processors import (
     TimeWindowAggregateProcessor,
     TimeWindowDistinctProcessor,
 )
-from streamtide.dsl.windows import DEFAULT_RETENTION_MS, SessionWindows, TimeWindows
+from streamtide.dsl.windows import (
+    DEFAULT_RETENTION_MS,
+    SessionWindows,
+    SlidingWindows,
+    TimeWindows,
+)
 from streamtide.errors import TopologyError
 from streamtide.processor.api import Processor, StoreBuilder
 from streamtide.serde import Serde, Serdes, WindowedSerde
@@ -38,21 +49,55 @@ _DISTINCT = "KSTREAM-DISTINCT-"
 
 
 def windowed_stream(
-    grouped: KGroupedStream, windows: TimeWindows | SessionWindows
-) -> TimeWindowedKStream | SessionWindowedKStream:
+    grouped: KGroupedStream, windows: TimeWindows | SessionWindows | SlidingWindows
+) -> _WindowedKStream:
     if isinstance(windows, TimeWindows):
         return TimeWindowedKStream(grouped, windows)
     if isinstance(windows, SessionWindows):
         return SessionWindowedKStream(grouped, windows)
-    raise TypeError(f"windowed_by() needs TimeWindows or SessionWindows, got {windows!r}")
+    if isinstance(windows, SlidingWindows):
+        from streamtide.dsl.sliding_windowed import SlidingWindowedKStream
+
+        return SlidingWindowedKStream(grouped, windows)
+    raise TypeError(
+        f"windowed_by() needs TimeWindows, SessionWindows or SlidingWindows, got {windows!r}"
+    )
 
 
 class _WindowedKStream:
     """What both kinds share: naming, serdes, store registration, the resulting table."""
 
+    #: how long after a window's end it closes (set by each kind)
+    _close_after_ms: int
+
     def __init__(self, grouped: KGroupedStream) -> None:
         self.grouped = grouped
         self.builder = grouped.builder
+        self.emit = EmitStrategy.ON_WINDOW_UPDATE
+
+    def emit_strategy(self, strategy: EmitStrategy) -> Any:
+        """Emit on every update (``EmitStrategy.on_window_update()``, the default) or each
+        window's final result once (``EmitStrategy.on_window_close()``); returns a copy."""
+        if not isinstance(strategy, EmitStrategy):
+            raise TypeError(
+                "emit_strategy() needs EmitStrategy.on_window_close() or "
+                f"EmitStrategy.on_window_update(), got {strategy!r}"
+            )
+        copy = type(self).__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        copy.emit = strategy
+        return copy
+
+    @property
+    def _final(self) -> bool:
+        return self.emit is EmitStrategy.ON_WINDOW_CLOSE
+
+    def _no_final(self, operation: str) -> None:
+        if self._final:
+            raise TopologyError(
+                f"{operation}() does not support EmitStrategy.on_window_close(): it emits "
+                "the first record of a window at once; use count() or aggregate() instead"
+            )
 
     def _build(
         self,
@@ -76,38 +121,36 @@ class _WindowedKStream:
         caching = materialized.caching_enabled
         topology.add_processor(node, lambda: make_processor(store_name, caching), source.node)
         topology.add_state_store(store, node)
+        if self._final:
+            topology.add_state_store(
+                index_store_builder(store_name, supplier.kind, materialized.logging_enabled),
+                node,
+            )
         windowed_key_serde = WindowedSerde(key_serde) if key_serde is not None else None
-        return KTable(self.builder, node, store_name, windowed_key_serde, value_serde)
+        return KTable(
+            self.builder,
+            node,
+            store_name,
+            windowed_key_serde,
+            value_serde,
+            window_close_ms=self._close_after_ms,
+        )
 
 
-class TimeWindowedKStream(_WindowedKStream):
-    """A grouped stream cut into fixed-size (tumbling or hopping) time windows."""
+class FixedWindowAggregations(_WindowedKStream):
+    """``aggregate``, ``reduce`` and ``count`` of the window kinds without a session merger
+    (time and sliding windows), over a timestamped window store. Each kind names its window
+    size, its retention and its processors: ``(on update, on close)``, both built as
+    ``processor(store, windows, initializer, aggregator, caching)``."""
 
-    def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
-        super().__init__(grouped)
-        self.windows = windows
+    windows: Any
+    _processors: tuple[type[Processor], type[Processor]]
+
+    def _window_size_ms(self) -> int:
+        raise NotImplementedError
 
     def _retention(self, materialized: Materialized) -> int:
-        """``max(size, retention)``; never below the grace period, so no window that still
-        accepts records can have expired (one day, or more when size or grace need it)."""
-        windows = self.windows
-        if materialized.retention is None:
-            return max(windows.size_ms, windows.grace_ms, DEFAULT_RETENTION_MS)
-        if materialized.retention < windows.grace_ms:
-            raise ValueError(
-                f"window store retention ({materialized.retention} ms) must be at least the "
-                f"grace period ({windows.grace_ms} ms): windows still accepting records "
-                "would otherwise be expired"
-            )
-        return max(windows.size_ms, materialized.retention)
-
-    def _store(self, retention: int, timestamped: bool) -> Callable[..., WindowStoreBuilder]:
-        """Window stores of aggregations keep each window's timestamp; distinct's need not
-        (it emits a window once, with its first record's timestamp)."""
-        size = self.windows.size_ms
-        return lambda supplier, ks, vs: WindowStoreBuilder(
-            supplier, size, retention, ks, vs, timestamped=timestamped
-        )
+        raise NotImplementedError
 
     def _aggregate(
         self,
@@ -119,17 +162,24 @@ class TimeWindowedKStream(_WindowedKStream):
         value_serde: Serde | None,
     ) -> KTable:
         materialized = materialized or Materialized()
-        windows = self.windows
-        retention = self._retention(materialized)
+        windows, final = self.windows, self._final
+        retention, size = self._retention(materialized), self._window_size_ms()
+        on_update, on_close = self._processors
+
+        def make(store: str, caching: bool) -> Processor:  # captures no builder state
+            if final:
+                return on_close(store, windows, initializer, aggregator, False)  # type: ignore[call-arg]
+            return on_update(store, windows, initializer, aggregator, caching)  # type: ignore[call-arg]
+
         return self._build(
             prefix,
             materialized,
             named,
             value_serde,
-            self._store(retention, timestamped=True),
-            lambda store, caching: TimeWindowAggregateProcessor(
-                store, windows, initializer, aggregator, caching
+            lambda supplier, ks, vs: WindowStoreBuilder(
+                supplier, size, retention, ks, vs, timestamped=True
             ),
+            make,
         )
 
     def aggregate(
@@ -169,6 +219,42 @@ class TimeWindowedKStream(_WindowedKStream):
             _AGGREGATE, materialized, named, lambda: 0, lambda _k, _v, n: n + 1, Serdes.long()
         )
 
+
+class TimeWindowedKStream(FixedWindowAggregations):
+    """A grouped stream cut into fixed-size (tumbling or hopping) time windows."""
+
+    _processors = (TimeWindowAggregateProcessor, TimeWindowFinalProcessor)
+
+    def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
+        super().__init__(grouped)
+        self.windows = windows
+        self._close_after_ms = windows.grace_ms
+
+    def _retention(self, materialized: Materialized) -> int:
+        """``max(size, retention)``; never below the grace period, so no window that still
+        accepts records can have expired (one day, or more when size or grace need it)."""
+        windows = self.windows
+        if materialized.retention is None:
+            return max(windows.size_ms, windows.grace_ms, DEFAULT_RETENTION_MS)
+        if materialized.retention < windows.grace_ms:
+            raise ValueError(
+                f"window store retention ({materialized.retention} ms) must be at least the "
+                f"grace period ({windows.grace_ms} ms): windows still accepting records "
+                "would otherwise be expired"
+            )
+        return max(windows.size_ms, materialized.retention)
+
+    def _store(self, retention: int, timestamped: bool) -> Callable[..., WindowStoreBuilder]:
+        """Window stores of aggregations keep each window's timestamp; distinct's need not
+        (it emits a window once, with its first record's timestamp)."""
+        size = self.windows.size_ms
+        return lambda supplier, ks, vs: WindowStoreBuilder(
+            supplier, size, retention, ks, vs, timestamped=timestamped
+        )
+
+    def _window_size_ms(self) -> int:
+        return self.windows.size_ms
+
     def distinct(
         self, materialized: Materialized | None = None, named: Named | str | None = None
     ) -> KTable:
@@ -180,6 +266,7 @@ class TimeWindowedKStream(_WindowedKStream):
                 "so each record falls into several windows and would be emitted once per "
                 "window instead of once; use TimeWindows.of_size(size) without advance_by"
             )
+        self._no_final("distinct")
         materialized = materialized or Materialized()
         retention = self._retention(materialized)
         return self._build(
@@ -198,6 +285,7 @@ class SessionWindowedKStream(_WindowedKStream):
     def __init__(self, grouped: KGroupedStream, windows: SessionWindows) -> None:
         super().__init__(grouped)
         self.windows = windows
+        self._close_after_ms = windows.retention_ms  # gap + grace
 
     def _retention(self, materialized: Materialized) -> int:
         """``Materialized.with_retention`` if given, else ``SessionWindows.until``; >= gap."""
@@ -223,15 +311,29 @@ class SessionWindowedKStream(_WindowedKStream):
         materialized = materialized or Materialized()
         windows = self.windows
         retention = self._retention(materialized)
+        if self._final and retention < windows.retention_ms:
+            raise ValueError(
+                f"session store retention ({retention} ms) must be at least the sessions' "
+                f"gap plus grace ({windows.retention_ms} ms) with EmitStrategy.on_window_close():"
+                " a session must still be stored when it closes"
+            )
+
+        def make(store: str, caching: bool) -> Processor:
+            if self._final:
+                return SessionWindowFinalProcessor(
+                    store, windows, retention, initializer, aggregator, merger, False
+                )
+            return SessionWindowAggregateProcessor(
+                store, windows, retention, initializer, aggregator, merger, caching
+            )
+
         return self._build(
             prefix,
             materialized,
             named,
             value_serde,
             lambda supplier, ks, vs: SessionStoreBuilder(supplier, retention, ks, vs),
-            lambda store, caching: SessionWindowAggregateProcessor(
-                store, windows, retention, initializer, aggregator, merger, caching
-            ),
+            make,
         )
 
     def aggregate(
@@ -288,6 +390,7 @@ class SessionWindowedKStream(_WindowedKStream):
         self, materialized: Materialized | None = None, named: Named | str | None = None
     ) -> KTable:
         """Only the record that starts each new session; records joining a session drop."""
+        self._no_final("distinct")
         materialized = materialized or Materialized()
         windows = self.windows
         retention = self._retention(materialized)

@@ -94,7 +94,13 @@ class TimeWindowAggregateProcessor(_WindowedProcessor):
             else:
                 new = self.aggregator(key, value, self.initializer())
             self.store.put_with_timestamp(key, window.start, new, timestamp)
-            self._emit(record, Windowed(key, window), new, timestamp)
+            self._updated(record, Windowed(key, window), new, timestamp, old is None)
+
+    def _updated(
+        self, record: Record, windowed: Windowed, value: Any, timestamp: int, created: bool
+    ) -> None:
+        """A window's result changed (``created``: the window is new): emit the update."""
+        self._emit(record, windowed, value, timestamp)
 
 
 class TimeWindowDistinctProcessor(_WindowedProcessor):
@@ -139,15 +145,16 @@ class SessionWindowAggregateProcessor(_WindowedProcessor):
         caching_allowed: bool,
     ) -> None:
         super().__init__(store_name, caching_allowed)
+        self.windows = windows
         self.gap = windows.gap_ms
         self.retention_ms = retention_ms
         self.initializer = initializer
         self.aggregator = aggregator
         self.merger = merger
 
-    def process(self, record: Record) -> None:
-        if not self._accept(record):
-            return
+    def _merge(self, record: Record) -> tuple[list[tuple[Windowed, Any]], Windowed, Any]:
+        """The stored sessions ``record`` merges with, the merged session and its aggregate
+        (the record included)."""
         key, value, t = record.key, record.value, record.timestamp
         merged = self.store.find_sessions(key, t - self.gap, t + self.gap)
         start = end = t
@@ -157,7 +164,13 @@ class SessionWindowAggregateProcessor(_WindowedProcessor):
             end = max(end, session.window.end)
             agg = session_agg if agg is NO_INITIALIZER else self.merger(key, agg, session_agg)
         agg = value if agg is NO_INITIALIZER else self.aggregator(key, value, agg)
-        new = Windowed(key, Window(start, end))
+        return merged, Windowed(key, Window(start, end)), agg
+
+    def process(self, record: Record) -> None:
+        if not self._accept(record):
+            return
+        merged, new, agg = self._merge(record)
+        end = new.window.end
         for session, _ in merged:
             if session.window != new.window:
                 self.store.remove(session)

@@ -41,6 +41,16 @@ class TimeWindows:
         ms = _positive(size, "window size")
         return cls(ms, ms, 0)
 
+    @classmethod
+    def of_size_and_grace(cls, size: Duration, grace: Duration) -> TimeWindows:
+        """Tumbling windows of ``size`` that accept records for ``grace`` after their end."""
+        return cls.of_size(size).grace(grace)
+
+    @classmethod
+    def of_size_with_no_grace(cls, size: Duration) -> TimeWindows:
+        """Tumbling windows of ``size`` that close at their end (grace 0)."""
+        return cls.of_size(size)
+
     def advance_by(self, advance: Duration) -> TimeWindows:
         """Hopping windows that start every ``advance`` (0 < advance <= size)."""
         ms = to_millis(advance, "window advance")
@@ -92,6 +102,26 @@ class SessionWindows:
         ms = _positive(gap, "inactivity gap")
         return cls(ms, max(ms, DEFAULT_RETENTION_MS))
 
+    @classmethod
+    def of_inactivity_gap_and_grace(cls, gap: Duration, grace: Duration) -> SessionWindows:
+        """Sessions closed by ``gap`` that still merge late records for ``grace``: kept for
+        ``gap + grace`` after their end (``until(gap + grace)``)."""
+        sessions = cls.with_inactivity_gap(gap)
+        grace_ms = to_millis(grace, "grace period")
+        if grace_ms < 0:
+            raise ValueError(f"grace period must not be negative, got {grace_ms} ms")
+        return sessions.until(sessions.gap_ms + grace_ms)
+
+    @classmethod
+    def of_inactivity_gap_with_no_grace(cls, gap: Duration) -> SessionWindows:
+        """Sessions closed by ``gap`` that accept no late records (``until(gap)``)."""
+        return cls.of_inactivity_gap_and_grace(gap, 0)
+
+    @property
+    def grace_ms(self) -> int:
+        """How long after ``end + gap`` a session still merges records: retention - gap."""
+        return self.retention_ms - self.gap_ms
+
     def until(self, retention: Duration) -> SessionWindows:
         """Keep sessions for ``retention`` of stream time after their end (>= the gap)."""
         ms = to_millis(retention, "session retention")
@@ -104,3 +134,42 @@ class SessionWindows:
 
     def __repr__(self) -> str:
         return f"SessionWindows(gap={self.gap_ms} ms, retention={self.retention_ms} ms)"
+
+
+@dataclass(frozen=True)
+class SlidingWindows:
+    """Windows of a fixed time difference that slide with the records (Kafka's KIP-450).
+
+    A window ``[start, start + time_difference]`` (both ends inclusive) exists for every
+    distinct set of a key's records that lie at most ``time_difference`` apart: each record
+    creates the window that ends at it (its left window) and, when later records follow within
+    the difference, the window that starts just after it (its right window). A window accepts
+    records while ``end >= stream_time - grace``.
+    """
+
+    time_difference_ms: int
+    grace_ms: int
+
+    @classmethod
+    def of_time_difference_and_grace(
+        cls, time_difference: Duration, grace: Duration
+    ) -> SlidingWindows:
+        """Windows of ``time_difference`` (> 0) accepting records ``grace`` after their end."""
+        difference = _positive(time_difference, "sliding window time difference")
+        grace_ms = to_millis(grace, "grace period")
+        if grace_ms < 0:
+            raise ValueError(f"grace period must not be negative, got {grace_ms} ms")
+        return cls(difference, grace_ms)
+
+    @classmethod
+    def of_time_difference_without_grace(cls, time_difference: Duration) -> SlidingWindows:
+        """Windows of ``time_difference`` that close at their end (grace 0)."""
+        return cls.of_time_difference_and_grace(time_difference, 0)
+
+    of_time_difference_with_no_grace = of_time_difference_without_grace
+
+    def __repr__(self) -> str:
+        return (
+            f"SlidingWindows(time_difference={self.time_difference_ms} ms, "
+            f"grace={self.grace_ms} ms)"
+        )

@@ -1,4 +1,5 @@
-"""``StreamsApp``: runs a topology on Spark as a sequence of exactly-once micro-batches."""
+"""``StreamsApp``: runs a topology on Spark as a sequence of exactly-once batches, on
+long-running work units (continuous execution) or as a Spark job each (micro-batch)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ from streamtide.engine.ranges import aligned_ends
 from streamtide.engine.shipping import ship_user_modules
 from streamtide.engine.sources import SourcePosition, input_start
 from streamtide.engine.status import read_status
+from streamtide.engine.topology_names import check_resource_names
 from streamtide.engine.worker import make_work
 from streamtide.errors import ConfigError, StreamtideError
 from streamtide.log import open_log
@@ -161,6 +163,7 @@ class StreamsApp:
         ship_user_modules(self.topology)
         self._blob = cloudpickle.dumps((self.topology, self.config, self.stores_factory))
         last = self.committer.start()  # takes an epoch: any older driver is fenced now
+        check_resource_names(self.app_dir, self.topology, self.config)
         self._next_batch = resume_batch(last)
         if last is not None:
             batch = last.batch
@@ -235,6 +238,7 @@ class StreamsApp:
             self._workers.close()
             self._workers = None
             self._layout = {}
+        self.committer.close()
         if self._owns_spark and self._spark is not None:
             self._spark.stop()
             self._spark = None

@@ -19,6 +19,8 @@ Layout::
     <root>/history.jsonl                          the assignment history: one JSON event per
                                                   line (``engine.assignment_history``), newest
                                                   last, about the latest ``KEEP_HISTORY``
+    <root>/topology.json                          the store and internal topic names the
+                                                  application's state lives under
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from streamtide.engine.protocol import (
 )
 from streamtide.errors import CorruptRecordError, FencedError, StreamtideError
 from streamtide.files import create_exclusively, write_atomically
+from streamtide.processor.resource_names import ResourceNames
 
 #: Epoch records kept (older ones only tell who ran when).
 KEEP_EPOCHS = 10
@@ -262,6 +265,23 @@ class AppDirectory:
             if isinstance(event, dict):
                 events.append(event)
         return list(reversed(events))
+
+    # ---- the topology's resource names ----------------------------------------------------
+
+    def read_resource_names(self) -> ResourceNames | None:
+        """The store and internal topic names recorded at the last start, or None."""
+        path = self.root / "topology.json"
+        try:
+            return ResourceNames.from_dict(json.loads(path.read_bytes()))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise CorruptRecordError(f"topology record {path} is unreadable: {exc}") from exc
+
+    def write_resource_names(self, names: ResourceNames) -> None:
+        self.check_fence()
+        data = json.dumps(names.to_dict(), sort_keys=True).encode()
+        write_atomically(self.root / "topology.json", data)
 
 
 _KINDS = {

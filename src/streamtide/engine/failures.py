@@ -5,7 +5,8 @@ trace each time); it returns a failure report instead: the error's type, message
 its cause, a short trace, and whether retrying can help. The driver rebuilds the error as its
 own ``streamtide.errors`` type and retries the stage only for errors that may be transient. An
 error is final at once when it is *fatal* (corrupt data, bad configuration, a record that
-cannot be deserialized or has a negative timestamp, a record an error handler function
+cannot be deserialized or has a negative timestamp, a full suppression buffer that must shut
+down, a record an error handler function
 answered ``FAIL`` for, or a user exception of a type listed in
 ``StreamsConfig.fatal_exceptions``) and on the first retry that fails exactly the same way (same
 type, message and record: a deterministic error in user code).
@@ -18,6 +19,7 @@ from typing import Any
 
 from streamtide import errors
 from streamtide.errors import (
+    BufferFullError,
     ConfigError,
     CorruptLogError,
     CorruptRecordError,
@@ -33,6 +35,7 @@ from streamtide.errors import (
 
 #: Errors that no retry can heal.
 FATAL_TYPES: tuple[type[BaseException], ...] = (
+    BufferFullError,
     ConfigError,
     CorruptLogError,
     CorruptRecordError,
@@ -57,7 +60,7 @@ def failure_report(exc: BaseException, fatal_exceptions: tuple[type, ...] = ()) 
     fatal = isinstance(exc, FATAL_TYPES) or (
         isinstance(exc, StreamsProcessingError)
         and cause is not None
-        and isinstance(cause, (SerdeError, *fatal_exceptions))
+        and isinstance(cause, (SerdeError, BufferFullError, *fatal_exceptions))
     )
     trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return {

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from streamtide.engine.failures import failure_report
@@ -83,9 +83,7 @@ def serve(blob: bytes, payload: str) -> dict[str, Any]:
     """Run one long-running work unit: connect to the driver's control channel and answer its
     messages until told to stop or the connection ends (docs/engine.md, "Continuous
     execution"). Returns why it ended."""
-    import select
-
-    from streamtide.engine.channel import ChannelClosedError, connect, recv_message, send_message
+    from streamtide.engine.channel import connect
     from streamtide.runtime.task_host import TaskHost
     from streamtide.runtime.work_unit import client_state_dir
 
@@ -112,36 +110,55 @@ def serve(blob: bytes, payload: str) -> dict[str, Any]:
         keep_open=True,
         global_stores=global_stores,
     )
-    ended = "stopped by the driver"
+
+    def gone() -> str | None:
+        if os.getppid() != parent:
+            return "its Spark executor went away"
+        if _fenced(job):
+            return "a newer driver of the application took over"
+        return None
+
     try:
-        while True:
-            readable, _, _ = select.select([sock], [], [], _LIVENESS_CHECK_S)
-            if not readable:
-                if os.getppid() != parent:
-                    ended = "its Spark executor went away"
-                    break
-                if _fenced(job):
-                    ended = "a newer driver of the application took over"
-                    break
-                continue
-            try:
-                message = recv_message(sock)
-            except ChannelClosedError:
-                ended = "the driver closed the control channel"
-                break
-            kind = message.get("kind")
-            if kind == "run":
-                send_message(sock, {"reports": _run_units(host, message["units"], blob)})
-            elif kind == "settle":
-                host.settle(message["winners"])
-            elif kind == "release":
-                send_message(sock, {"released": host.release(message["keep"])})
-            elif kind == "stop":
-                break
+        ended = answer_driver(sock, host, lambda units: _run_units(host, units, blob), gone)
     finally:
         host.close()
         sock.close()
     return {"ended": ended, "slot": job["slot"]}
+
+
+def answer_driver(
+    sock: Any,
+    host: Any,
+    run_units: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    gone: Callable[[], str | None],
+) -> str:
+    """Answer the driver's control messages on ``sock`` with ``host``'s tasks until the
+    driver says stop, the connection closes, or ``gone()`` (asked every second while idle)
+    names a reason to end; returns why it ended."""
+    import select
+
+    from streamtide.engine.channel import ChannelClosedError, recv_message, send_message
+
+    while True:
+        readable, _, _ = select.select([sock], [], [], _LIVENESS_CHECK_S)
+        if not readable:
+            reason = gone()
+            if reason is not None:
+                return reason
+            continue
+        try:
+            message = recv_message(sock)
+        except ChannelClosedError:
+            return "the driver closed the control channel"
+        kind = message.get("kind")
+        if kind == "run":
+            send_message(sock, {"reports": run_units(message["units"])})
+        elif kind == "settle":
+            host.settle(message["winners"])
+        elif kind == "release":
+            send_message(sock, {"released": host.release(message["keep"])})
+        elif kind == "stop":
+            return "stopped by the driver"
 
 
 def _fenced(job: dict[str, Any]) -> bool:

@@ -225,6 +225,16 @@ class Log(ABC):
         """Drop the sealed segments that lie entirely below ``offset`` and return the new
         ``begin_offset`` (the base of the first kept segment, or the end offset). Durable."""
 
+    # -- handles for other threads --------------------------------------------------------------
+
+    #: Whether seals of different partitions may run at once, each through its own ``handle``.
+    parallel_seals = False
+
+    def handle(self) -> Log:
+        """A handle for the calling thread (this log itself unless the log keeps one per
+        thread, so that slow writes to different partitions can overlap)."""
+        return self
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     @abstractmethod

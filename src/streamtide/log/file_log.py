@@ -71,6 +71,8 @@ class FileLog(Log):
         self._topic_ids: dict[str, str | None] = {}
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._closed = False
+        self._per_thread = threading.local()
+        self._handles: list[FileLog] = []
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         # Pickles as "open the same root" (e.g. in Spark closures); caches stay behind.
@@ -356,8 +358,27 @@ class FileLog(Log):
                     removed += self._partition(topic, p).remove_stale_tmp(max_age_s)
         return removed
 
+    # Seals fsync a manifest entry each: handles of their own (which coordinate through the
+    # files exactly as other processes do) let seals of different partitions overlap.
+    parallel_seals = True
+
+    def handle(self) -> FileLog:
+        """This thread's own handle on the same root (the calling thread's is cached)."""
+        if threading.current_thread() is threading.main_thread():
+            return self
+        handle = getattr(self._per_thread, "log", None)
+        if handle is None or handle._closed:
+            handle = FileLog._reopen(self.root, self._storage.fsync, self._checkpoint_every)
+            self._per_thread.log = handle
+            with self._lock:
+                self._handles.append(handle)
+        return handle
+
     def close(self) -> None:
         with self._lock:
+            for handle in self._handles:
+                handle.close()
+            self._handles.clear()
             self._closed = True
             self._partitions.clear()
             self._partition_counts.clear()

@@ -15,7 +15,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from streamtide.config import StreamsConfig
 from streamtide.errors import (
+    BufferFullError,
     HandlerFailedError,
     InvalidTimestampError,
     SerdeError,
@@ -56,6 +58,22 @@ class _RowView:
         self.timestamp = columns.timestamps[row]
         self.headers = columns.headers[row]
         self.offset = columns.offsets[row]
+
+
+def task_options(config: StreamsConfig) -> dict[str, Any]:
+    """The ``StreamTask`` settings an application's config gives (engine and test driver)."""
+    return {
+        "application_id": config.application_id,
+        "default_key_serde": config.default_key_serde,
+        "default_value_serde": config.default_value_serde,
+        "deserialization_handler": config.deserialization_exception_handler,
+        "processing_handler": config.processing_exception_handler,
+        "dead_letter_topic": config.errors_dead_letter_topic,
+        "invalid_timestamp_handler": config.invalid_timestamp_handler,
+        "default_timestamp_extractor": config.default_timestamp_extractor,
+        "cache_enabled": config.cache_enabled,
+        "batch_processing": config.batch_processing,
+    }
 
 
 def task_name(subtopology_id: int, partition: int) -> str:
@@ -442,7 +460,10 @@ class StreamTask:
 
     def _on_processing_error(self, exc: Exception, topic: str, raw: RawRecord) -> None:
         """Skip the record if the processing handler says so; else raise the wrapped error
-        (final at once when a handler function answered FAIL)."""
+        (final at once when a handler function answered FAIL). A full suppression buffer
+        is never skipped: it stops the application."""
+        if isinstance(exc, BufferFullError):
+            raise self._wrap(exc, topic, raw.offset) from exc
         response = self.record_errors.on_processing_error(
             exc, self._failed_node, self._failed_record, topic, raw
         )
@@ -462,7 +483,13 @@ class StreamTask:
         )
         if isinstance(exc, StreamsProcessingError):
             message = message.split(" (", 1)[0]
-        error_type = HandlerFailedError if final else StreamsProcessingError
+        error_type: type[StreamsProcessingError] = (
+            BufferFullError
+            if isinstance(exc, BufferFullError)
+            else HandlerFailedError
+            if final
+            else StreamsProcessingError
+        )
         return error_type(
             f"processing failed: {message}",
             task_id=self.task_id,

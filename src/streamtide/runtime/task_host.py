@@ -31,9 +31,13 @@ from streamtide.runtime.global_stores import GlobalStores
 from streamtide.runtime.restore import RECORDS_RESTORED, STANDBY_LAG
 from streamtide.runtime.segment_collector import SegmentCollector
 from streamtide.runtime.standby import StandbyTask
-from streamtide.runtime.stream_task import StreamTask
+from streamtide.runtime.stream_task import StreamTask, task_options
 
 log = logging.getLogger(__name__)
+
+#: A task kept open checkpoints its stores after this many applied changelog records (and
+#: when it closes) instead of at every commit, as Kafka Streams does under exactly-once.
+KEPT_CHECKPOINT_RECORDS = 10_000
 
 
 @dataclass
@@ -182,27 +186,19 @@ class TaskHost:
                 store_names=list(sub.stores),
                 batch=batch,
             )
-        config = self.config
         task = StreamTask(
             self.topology,
             subtopology,
             partition,
             collector,
-            application_id=config.application_id,
             state_dir=self.state_dir,
-            default_key_serde=config.default_key_serde,
-            default_value_serde=config.default_value_serde,
             committed=TaskCommittedState.from_dict(state),
-            deserialization_handler=config.deserialization_exception_handler,
-            processing_handler=config.processing_exception_handler,
-            dead_letter_topic=config.errors_dead_letter_topic,
-            invalid_timestamp_handler=config.invalid_timestamp_handler,
-            default_timestamp_extractor=config.default_timestamp_extractor,
-            cache_enabled=config.cache_enabled,
             stores=stores,
-            batch_processing=config.batch_processing,
             global_stores=self.global_stores,
+            **task_options(self.config),
         )
+        if self.keep_open and stores is not None:
+            stores.checkpoint_records = KEPT_CHECKPOINT_RECORDS
         held = _Held(task, collector, state)
         self._active[task_id] = held
         try:

@@ -156,10 +156,12 @@ class SessionStore(SegmentedLayoutStore):
         """Every live session of ``key``, ordered by end, then start."""
         return self.find_sessions(key, MIN_LONG, MAX_LONG)
 
-    def fetch_session(self, key: Any, start: int, end: int) -> Any:
-        """The aggregate of exactly the session ``[start, end]`` of ``key``, or None."""
+    def fetch_session(self, key: Any, start: int, end: int, *, live_only: bool = True) -> Any:
+        """The aggregate of exactly the session ``[start, end]`` of ``key``, or None (also
+        when expired, unless ``live_only`` is False: a closed session is read once more, to
+        emit its final result, before its segment can be dropped)."""
         segments = self._open()
-        if not segments.is_live(end):
+        if live_only and not segments.is_live(end):
             return None
         raw = self.inner.get(self._entry_key(segments, self._key_bytes(key), start, end))
         return self.value_serde.deserialize(raw)  # type: ignore[union-attr]

@@ -14,6 +14,7 @@ A window ``[start, start + size)`` is kept for ``retention`` after its end: it i
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,19 +90,21 @@ class WindowStore(SegmentedLayoutStore):
         raw = self.inner.get(self._entry_key(segments, self._key_bytes(key), window_start))
         return self.value_serde.deserialize(raw)  # type: ignore[union-attr]
 
+    def _fetch_raw(self, key: Any, time_from: int, time_to: int) -> Iterator[tuple[bytes, bytes]]:
+        """The stored entries of the key's live windows starting in ``[time_from, time_to]``."""
+        segments = self._open()
+        encoded = encode_key(self._key_bytes(key))
+        low_start = max(time_from, segments.live_from())
+        for segment in segments.live_segments(time_from, time_to):
+            prefix = segments.prefix(segment) + encoded
+            low, high = prefix + encode_long(low_start), prefix + encode_long(time_to)
+            yield from self.inner.range(low, high)
+
     def fetch(
         self, key: Any, time_from: int = MIN_LONG, time_to: int = MAX_LONG
     ) -> list[tuple[Windowed, Any]]:
         """The key's live windows whose start is in ``[time_from, time_to]``, by start."""
-        segments = self._open()
-        encoded = encode_key(self._key_bytes(key))
-        low_start = max(time_from, segments.live_from())
-        found = []
-        for segment in segments.live_segments(time_from, time_to):
-            prefix = segments.prefix(segment) + encoded
-            low, high = prefix + encode_long(low_start), prefix + encode_long(time_to)
-            found.extend(self._decode(k, v) for k, v in self.inner.range(low, high))
-        return found
+        return [self._decode(k, v) for k, v in self._fetch_raw(key, time_from, time_to)]
 
     def fetch_all(
         self, time_from: int = MIN_LONG, time_to: int = MAX_LONG
@@ -136,13 +139,28 @@ class TimestampedWindowStore(WindowStore):
 
     timestamped = True
 
-    def get_with_timestamp(self, key: Any, window_start: int) -> ValueAndTimestamp | None:
-        """The value and timestamp of one window of ``key``, or None (also when expired)."""
+    def get_with_timestamp(
+        self, key: Any, window_start: int, *, live_only: bool = True
+    ) -> ValueAndTimestamp | None:
+        """The value and timestamp of one window of ``key``, or None (also when expired,
+        unless ``live_only`` is False: a window's final result is read as it closes, even
+        if the same step of stream time expired it)."""
         segments = self._open()
-        if not segments.is_live(window_start):
+        if live_only and not segments.is_live(window_start):
             return None
         raw = self.inner.get(self._entry_key(segments, self._key_bytes(key), window_start))
         return self.value_serde.deserialize_with_timestamp(raw)  # type: ignore[union-attr]
+
+    def fetch_with_timestamps(
+        self, key: Any, time_from: int, time_to: int
+    ) -> list[tuple[int, ValueAndTimestamp]]:
+        """``(window start, value and timestamp)`` of the key's live windows starting in
+        ``[time_from, time_to]``, by start."""
+        deserialize = self.value_serde.deserialize_with_timestamp  # type: ignore[union-attr]
+        return [
+            (decode_long(k, len(k) - 8), deserialize(v))
+            for k, v in self._fetch_raw(key, time_from, time_to)
+        ]
 
     def put_with_timestamp(self, key: Any, window_start: int, value: Any, timestamp: int) -> None:
         """Store ``value`` with ``timestamp`` for one window of ``key``; None deletes."""

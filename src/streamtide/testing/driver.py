@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from streamtide.config import StreamsConfig
+from streamtide.engine.topology_names import check_explicit_names
 from streamtide.errors import TopologyError, UnknownTopicError
 from streamtide.log.api import LogRecord
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState
 from streamtide.runtime.global_stores import GlobalStores
-from streamtide.runtime.stream_task import StreamTask
+from streamtide.runtime.stream_task import StreamTask, task_options
 from streamtide.serde import Serde, Serdes
 from streamtide.testing.topics import TestInputTopic, TestOutputTopic
 from streamtide.time import MockClock
@@ -42,6 +43,7 @@ class TopologyTestDriver:
     ) -> None:
         if config is None:
             config = StreamsConfig(application_id="test-driver")
+        check_explicit_names(topology, config)
         self.config = config
         self.topology = topology
         start = initial_wall_clock_ms
@@ -61,24 +63,20 @@ class TopologyTestDriver:
             config.default_value_serde or Serdes.bytes(),
         )
         for sub in topology.subtopologies():
+            options = {
+                **task_options(config),
+                "cache_enabled": cache_enabled,
+                "batch_processing": batch_processing,
+            }
             task = StreamTask(
                 topology,
                 sub.id,
                 0,
                 self,
-                application_id=config.application_id,
                 clock=self.clock,
                 state_dir=self.state_dir,
-                default_key_serde=config.default_key_serde,
-                default_value_serde=config.default_value_serde,
-                deserialization_handler=config.deserialization_exception_handler,
-                processing_handler=config.processing_exception_handler,
-                dead_letter_topic=config.errors_dead_letter_topic,
-                invalid_timestamp_handler=config.invalid_timestamp_handler,
-                default_timestamp_extractor=config.default_timestamp_extractor,
-                cache_enabled=cache_enabled,
-                batch_processing=batch_processing,
                 global_stores=self.global_stores,
+                **options,
             )
             self.tasks.append(task)
             for topic in sub.source_topics:

@@ -1,0 +1,214 @@
+"""Emit-final windowed aggregations (``EmitStrategy.on_window_close()``, Kafka's KIP-825).
+
+A window's final result is emitted once, when the window closes, and updates of open windows
+are not emitted at all. To find the windows that close without scanning the open ones, each
+aggregation keeps a second, changelogged store: an index of the windows not yet emitted,
+ordered by the time they close at (time and sliding windows by their start, sessions by
+their end), then by serialized key. When stream time passes the oldest indexed entry's close
+time, one range scan of the index yields exactly the windows to emit (in Kafka's order: time,
+then key); their entries are deleted in the same batch of writes as the emission, so a
+restart or a task move neither re-emits a final result nor loses one. Between closes, a
+record costs one comparison.
+
+Final results bypass the record cache (as in Kafka Streams) and carry the window's result
+timestamp (time windows: the largest record timestamp; sessions: the session end).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from streamtide.dsl.sliding_processor import SlidingWindowAggregateProcessor
+from streamtide.dsl.windowed_processors import (
+    SessionWindowAggregateProcessor,
+    TimeWindowAggregateProcessor,
+)
+from streamtide.processor import drops
+from streamtide.processor.api import ProcessorContext
+from streamtide.record import Record
+from streamtide.serde import Serdes
+from streamtide.state.api import KeyValueBytesStore
+from streamtide.state.encoding import MAX_LONG, decode_long, encode_long
+from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
+from streamtide.window import Window, Windowed
+
+#: The index store of an emit-final aggregation is named after its window or session store.
+INDEX_SUFFIX = "-final-index"
+
+
+def index_store_builder(store_name: str, store_kind: str, logging: bool) -> KeyValueStoreBuilder:
+    """The changelogged bytes store that indexes ``store_name``'s windows not yet emitted."""
+    supplier = KeyValueBytesStoreSupplier(store_name + INDEX_SUFFIX, store_kind)
+    builder = KeyValueStoreBuilder(supplier, Serdes.bytes(), Serdes.bytes())
+    if not logging:
+        builder.with_logging_disabled()
+    return builder
+
+
+class CloseIndex:
+    """Windows not yet emitted, as ``close-ordering time | suffix`` keys over a bytes store.
+
+    It keeps a floor below which nothing is indexed (read once, then raised past every range
+    it empties), so each scan reads only the entries it takes: never the open windows, nor
+    the deleted entries of windows already emitted. While the oldest entry is known (after
+    the first read and after an add) a record whose close time has not reached it costs a
+    comparison and no scan.
+    """
+
+    def __init__(self, inner: KeyValueBytesStore) -> None:
+        self.inner = inner
+        self._floor: int | None = None  # no entry below it; None: not read yet
+        self._oldest: int | None = None  # the oldest entry's time when known, else None
+
+    def _read_floor(self) -> int:
+        first = next(iter(self.inner.range(None, None)), None)
+        floor = MAX_LONG if first is None else decode_long(first[0])
+        self._oldest = floor
+        return floor
+
+    def add(self, time: int, suffix: bytes) -> None:
+        self.inner.put(encode_long(time) + suffix, b"")
+        if self._floor is not None and time < self._floor:
+            self._floor = time
+        if self._oldest is not None and time < self._oldest:
+            self._oldest = time
+
+    def remove(self, time: int, suffix: bytes) -> None:
+        self.inner.put(encode_long(time) + suffix, None)
+
+    def take_due(self, upper: int) -> list[tuple[int, bytes]]:
+        """Remove and return the entries with time ``<= upper``, in order."""
+        floor = self._floor
+        if floor is None:
+            floor = self._floor = self._read_floor()
+        oldest = self._oldest
+        if upper < floor or (oldest is not None and upper < oldest):
+            return []
+        due = [
+            (time, key[8:])
+            for key, _ in self.inner.range(encode_long(floor), encode_long(upper + 1))
+            if (time := decode_long(key)) <= upper
+        ]
+        for time, suffix in due:
+            self.remove(time, suffix)
+        self._floor = upper + 1
+        self._oldest = None
+        return due
+
+
+class _FinalEmitter:
+    """What the emit-final processors share: the index and the direct forward. It comes
+    first among a processor's bases, so its ``init`` opens the index after the aggregation's
+    (which is built with caching off: final results never go through the record cache)."""
+
+    index: CloseIndex
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)  # type: ignore[misc]
+        index_name = self.store_name + INDEX_SUFFIX  # type: ignore[attr-defined]
+        self.index = CloseIndex(context.get_state_store(index_name).inner)
+
+    def _forward(self, record: Record, windowed: Windowed, value: Any, timestamp: int) -> None:
+        """A final result, straight downstream (never through the record cache)."""
+        self.context.forward(Record(windowed, value, timestamp, record.headers))  # type: ignore[attr-defined]
+
+    def _emit_closed_windows(self, record: Record, last_start: int, span: int) -> None:
+        """Emit every indexed window of a (timestamped) window store starting at or before
+        ``last_start``; ``span`` is the windows' end minus start."""
+        due = self.index.take_due(last_start)
+        if not due:
+            return
+        store = self.store  # type: ignore[attr-defined]
+        deserialize = store.key_serde.deserialize
+        for start, key_bytes in due:
+            key = deserialize(key_bytes)
+            found = store.get_with_timestamp(key, start, live_only=False)
+            if found is not None:
+                windowed = Windowed(key, Window(start, start + span))
+                self._forward(record, windowed, found.value, found.timestamp)
+
+
+class TimeWindowFinalProcessor(_FinalEmitter, TimeWindowAggregateProcessor):
+    """A time-window aggregation that emits each window once, at ``stream_time >= end +
+    grace``. The index orders windows by start (all windows have one size)."""
+
+    def process(self, record: Record) -> None:
+        if not self._accept(record):
+            return
+        self._emit_closed(record)
+        super().process(record)
+
+    def _updated(
+        self, record: Record, windowed: Windowed, value: Any, timestamp: int, created: bool
+    ) -> None:
+        if created:
+            self.index.add(windowed.window.start, self.store.key_serde.serialize(windowed.key))
+
+    def _emit_closed(self, record: Record) -> None:
+        """Emit every window that ends at or before ``stream_time - grace``."""
+        windows = self.windows
+        close = self.context.current_stream_time_ms() - windows.grace_ms
+        self._emit_closed_windows(record, close - windows.size_ms, windows.size_ms)
+
+
+class SlidingWindowFinalProcessor(_FinalEmitter, SlidingWindowAggregateProcessor):
+    """A sliding-window aggregation that emits each window once, when stream time is past
+    ``end + grace`` (its end is inclusive). Every update (re)indexes its window: cheap, as
+    only open windows are updated, and a window's entry is written once per update."""
+
+    def process(self, record: Record) -> None:
+        if not self._accept(record):
+            return
+        close = self.context.current_stream_time_ms() - self.grace
+        self._emit_closed_windows(record, close - self.difference - 1, self.difference)
+        super().process(record)
+
+    def _emit(self, record: Record, key: Windowed, value: Any, timestamp: int) -> None:
+        self.index.add(key.window.start, self.store.key_serde.serialize(key.key))
+
+
+class SessionWindowFinalProcessor(_FinalEmitter, SessionWindowAggregateProcessor):
+    """A session aggregation that emits each session once, when stream time is strictly past
+    ``end + gap + grace`` (grace = the windows' retention - gap). A record whose merged session
+    would already be closed is late: dropped and counted. The index orders sessions by end,
+    then serialized key, then start."""
+
+    def _suffix(self, session: Windowed) -> bytes:
+        return self.store.key_serde.serialize(session.key) + encode_long(session.window.start)
+
+    def process(self, record: Record) -> None:
+        if not self._accept(record):
+            return
+        close = self.context.current_stream_time_ms() - self.windows.retention_ms  # gap+grace
+        self._emit_closed(record, close)
+        merged, new, agg = self._merge(record)
+        if new.window.end < close:
+            drops.record_drop(self.context.metrics, drops.LATE)
+            return
+        created = True
+        for session, _ in merged:
+            if session.window == new.window:
+                created = False
+                continue
+            self.store.remove(session)
+            self.index.remove(session.window.end, self._suffix(session))
+        self.store.put(new, agg)
+        if created:
+            self.index.add(new.window.end, self._suffix(new))
+
+    def _emit_closed(self, record: Record, close: int) -> None:
+        """Emit every session that ends before ``close`` (= stream time - gap - grace)."""
+        due = self.index.take_due(close - 1)
+        if not due:
+            return
+        deserialize = self.store.key_serde.deserialize
+        for end, suffix in due:
+            key_bytes, start = suffix[:-8], decode_long(suffix, len(suffix) - 8)
+            key = deserialize(key_bytes)
+            value = self._final_value(key, key_bytes, start, end)
+            if value is not None:
+                self._forward(record, Windowed(key, Window(start, end)), value, end)
+
+    def _final_value(self, key: Any, key_bytes: bytes, start: int, end: int) -> Any:
+        """The aggregate of a session that just closed (read even though it has expired)."""
+        return self.store.fetch_session(key, start, end, live_only=False)

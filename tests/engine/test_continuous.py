@@ -1,0 +1,118 @@
+"""Continuous execution: long-running work units run batch after batch without a Spark job
+each, keep their stores open, are replaced when they die or age, and admit no process that
+lacks the application's secret."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+
+import pytest
+
+from streamtide import StreamsApp
+from streamtide.engine.channel import HandshakeError, connect
+from tests.engine.scenarios import (
+    engine_config,
+    engine_outputs,
+    expected_outputs,
+    make_events,
+    session_topology,
+    write_events,
+)
+
+pytestmark = pytest.mark.spark
+
+
+def spark_jobs(spark) -> int:
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
+
+
+def test_batches_run_on_long_running_work_units_that_keep_their_stores(
+    spark, log_url, tmp_path
+) -> None:
+    events = make_events(400, seed=31)
+    write_events(log_url, events[:200])
+    config = engine_config(log_url, str(tmp_path / "state"), execution="continuous")
+    app = StreamsApp(session_topology(), config, spark=spark)
+    first = app.run_until_caught_up(timeout=300)
+    jobs, launched = spark_jobs(spark), app._workers.launched
+    assert launched == 2  # one work unit per slot of local[2]
+    write_events(log_url, events[200:])
+    later = app.run_until_caught_up(timeout=300)
+    assert len(first) >= 2 and len(later) >= 2
+    assert spark_jobs(spark) == jobs, "a batch launched a Spark job"
+    assert app._workers.launched == launched
+    assert sum(p.restored_records for p in later) == 0  # stores stayed open: nothing replayed
+    assert engine_outputs(log_url, "session") == expected_outputs("session", events)
+
+
+def test_a_killed_work_unit_is_replaced_and_nothing_is_lost(spark, log_url, tmp_path) -> None:
+    events = make_events(300, seed=32)
+    write_events(log_url, events[:150])
+    config = engine_config(log_url, str(tmp_path / "state"), execution="continuous")
+    app = StreamsApp(session_topology(), config, spark=spark)
+    app.run_until_caught_up(timeout=300)
+    victim = next(s["pid"] for s in app._workers.slots().values() if s["connected"])
+    os.kill(victim, signal.SIGKILL)
+    write_events(log_url, events[150:])
+    app.run_until_caught_up(timeout=300)
+    assert app._workers.launched == 3
+    assert victim not in {s["pid"] for s in app._workers.slots().values() if s["connected"]}
+    assert engine_outputs(log_url, "session") == expected_outputs("session", events)
+
+
+def test_work_units_older_than_their_maximum_age_are_replaced(spark, log_url, tmp_path) -> None:
+    events = make_events(200, seed=33)
+    write_events(log_url, events)
+    config = engine_config(
+        log_url, str(tmp_path / "state"), execution="continuous", work_unit_max_age=1
+    )
+    app = StreamsApp(session_topology(), config, spark=spark)
+    progress = app.run_until_caught_up(timeout=300)
+    assert app._workers.launched >= 2 * len(progress)  # every batch on fresh work units
+    assert engine_outputs(log_url, "session") == expected_outputs("session", events)
+
+
+def test_a_process_without_the_secret_is_refused(spark, log_url, tmp_path) -> None:
+    write_events(log_url, make_events(20, seed=34))
+    config = engine_config(log_url, str(tmp_path / "state"), execution="continuous")
+    app = StreamsApp(session_topology(), config, spark=spark)
+    app.run_batch()
+    workers = app._workers
+    with pytest.raises((HandshakeError, ConnectionError, OSError)):
+        sock = connect("127.0.0.1", workers._port, "not-the-secret", {"slot": ["driver", 0]})
+        sock.close()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not all(s["connected"] for s in workers.slots().values()):
+        time.sleep(0.1)
+    assert all(s["connected"] for s in workers.slots().values())  # its own units are unharmed
+    app.run_batch()
+
+
+def test_the_control_channel_frames_and_authenticates(tmp_path) -> None:
+    from streamtide.engine.channel import accept_handshake, recv_message, send_message
+
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    result: dict = {}
+
+    def serve() -> None:
+        conn, _ = server.accept()
+        result["hello"] = accept_handshake(conn, "s3cret")
+        send_message(conn, {"ok": True})
+        result["got"] = recv_message(conn)
+        conn.close()
+
+    import threading
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    sock = connect("127.0.0.1", port, "s3cret", {"slot": ["x", 0]})
+    big = {"units": ["x" * 100_000] * 20}
+    send_message(sock, big)
+    thread.join(10)
+    sock.close()
+    server.close()
+    assert result == {"hello": {"slot": ["x", 0]}, "got": big}
