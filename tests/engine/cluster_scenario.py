@@ -92,7 +92,9 @@ def main(workdir: str) -> None:
         "equal_before": engine_outputs(log_url, "session") == expected_outputs("session", first),
     }
     victim = progress[-1].owners["0_0"]
-    kill_executor(sc, victim)
+    # no waiting for Spark to drop the executor: the next batch may still pin work to it, and
+    # must then give its job up and re-plan rather than wait out spark.locality.wait (30 s)
+    kill_executor(sc, victim, wait=False)
     write_events(log_url, second)
     after = app.run_until_caught_up(timeout=600)
     log = open_log(log_url)
@@ -103,6 +105,7 @@ def main(workdir: str) -> None:
         ran_on_after=after[0].ran_on["0_0"],
         placement_after=placement_ok(after),
         restored_after=after[0].restored_by_task.get("0_0"),
+        failover_batch_ms=after[0].duration_ms,
         changelog_records=log.end_offset(changelog, 0),
         equal_after=engine_outputs(log_url, "session") == expected_outputs("session", events),
     )

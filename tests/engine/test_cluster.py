@@ -38,6 +38,7 @@ def test_tasks_run_where_assigned_fail_over_to_standbys_and_scale_out_and_in(tmp
     assert result["ran_on_after"] == result["owner_after"]
     assert result["placement_after"]
     assert result["restored_after"] < result["changelog_records"]
+    assert result["failover_batch_ms"] < 20_000  # never waited out spark.locality.wait
     assert result["equal_after"]
     # scale-out: the replacement executor gets a task only after catching up on it as a
     # standby (a cooperative move), then replays only what it lacks

@@ -76,12 +76,14 @@ def executor_pid(app_id: str, executor_id: str) -> int:
     raise LookupError(f"no JVM found for executor {executor_id} of application {app_id}")
 
 
-def kill_executor(sc: Any, executor_id: str, timeout: float = 30.0) -> float:
-    """SIGKILL the JVM of one executor (as a crash would) and wait until Spark dropped it
-    from the executor list. Returns the ``time.time()`` of the kill."""
+def kill_executor(sc: Any, executor_id: str, timeout: float = 30.0, wait: bool = True) -> float:
+    """SIGKILL the JVM of one executor (as a crash would) and, with ``wait``, wait until Spark
+    dropped it from the executor list. Returns the ``time.time()`` of the kill."""
     pid = executor_pid(sc.applicationId, executor_id)
     killed_at = time.time()
     os.kill(pid, signal.SIGKILL)
+    if not wait:
+        return killed_at
     deadline = time.monotonic() + timeout
     while executor_id in {e.id for e in list_executors(sc)}:
         if time.monotonic() > deadline:
