@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from streamtide import StreamsApp
 from streamtide.cli import main
 from streamtide.engine.app import read_status
+from streamtide.errors import ConfigError
 from streamtide.log import open_log
 from streamtide.spark import read_topic
 from tests.engine.scenarios import (
@@ -205,3 +206,12 @@ def test_the_session_the_app_builds_gets_the_configured_locality_wait(tmp_path, 
     assert app.spark == "session"
     assert seen == {"master": "local[3]", "spark.locality.wait": "12000ms"}
     assert app._owns_spark
+
+
+def test_scale_refuses_local_mode_and_bad_counts(spark, log_url, tmp_path) -> None:
+    write_events(log_url, make_events(10, seed=3))
+    app = StreamsApp(session_topology(), engine_config(log_url, str(tmp_path)), spark=spark)
+    with pytest.raises(ConfigError, match="executors must be an int >= 1"):
+        app.scale(0)
+    with pytest.raises(ConfigError, match="local mode runs every task in the driver"):
+        app.scale(2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,21 @@ def test_poll_applies_below_the_limit_and_reports_lag(tmp_path: Path) -> None:
     assert standby.poll() == 2
     assert standby.local_offsets() == {"kv": 7}
     assert standby.metrics.get("standby-lag") == 1
+    standby.close()
+
+
+def test_a_deadline_bounds_a_catch_up_to_steps_of_records(tmp_path: Path) -> None:
+    log = file_log(tmp_path / "log")
+    _fill(log, 25)
+    standby = _standby(log, tmp_path / "state")
+    passed = time.perf_counter()  # a deadline already passed: one step per store
+    assert standby.catch_up(passed, at_least=10) == 10
+    assert standby.local_offsets() == {"kv": 10}
+    assert standby.metrics.get("standby-lag") == 15
+    assert standby.catch_up(passed, at_least=10) == 10
+    assert standby.catch_up(time.perf_counter() + 60, at_least=4) == 5  # time left: the rest
+    assert standby.metrics.get("standby-lag") == 0
+    assert dict(standby.store("kv").all()) == {"k0": 24, "k1": 22, "k2": 23}
     standby.close()
 
 

@@ -140,3 +140,26 @@ def test_release_closes_tasks_that_moved_away(tmp_path: Path) -> None:
     assert setup.host.release([]) == ["0_0"] and setup.host.held == set()
     setup.host.settle({"0_0": first["writer"]})  # too late: nothing is held, nothing happens
     setup.host.close()
+
+
+def test_a_standby_promoted_in_the_same_process_opens_as_active(tmp_path: Path) -> None:
+    setup = _Setup(tmp_path)
+    setup.log.create_topic(CHANGELOG, 1)
+    setup.log.append("in", 0, [LogRecord(k.encode(), b"x", i) for i, k in enumerate("aba")])
+    setup.host.update_standby("0_0")  # holds the RocksDB lock of the task's store
+    promoted = setup.run(0, 0, 3, {})
+    assert promoted["input_records"] == 3
+    assert setup.host.held == {"0_0"}
+    setup.host.close()
+
+
+def test_an_active_task_demoted_in_the_same_process_opens_as_standby(tmp_path: Path) -> None:
+    setup = _Setup(tmp_path)
+    setup.log.append("in", 0, [LogRecord(k.encode(), b"x", i) for i, k in enumerate("aba")])
+    first = setup.run(0, 0, 3, {})
+    setup.seal(first, 0)
+    setup.host.settle({"0_0": first["writer"]})  # sealed: the active copy stays open
+    report = setup.host.update_standby("0_0")
+    assert report["lag"] == 0
+    assert setup.host.held == {"0_0"}
+    setup.host.close()

@@ -152,8 +152,9 @@ def _defer_moves(
 
 def _place_replicas(
     cl: Cluster, active: dict[TaskId, str], learners: dict[TaskId, str]
-) -> tuple[dict[str, set[TaskId]], dict[str, set[TaskId]]]:
-    """Learners first, then standbys by (lag, load, client id); returns standby, warm-up."""
+) -> tuple[dict[str, set[TaskId]], dict[str, set[TaskId]], dict[str, set[TaskId]]]:
+    """Learners first, then standbys by (lag, load, client id); returns standby, warm-up
+    and the learners' replicas (of either kind) per client."""
     cfg = cl.config
     target = min(cfg.num_standby_replicas, len(cl.ids) - 1)
     standby: dict[str, set[TaskId]] = {cid: set() for cid in cl.ids}
@@ -166,6 +167,7 @@ def _place_replicas(
     # short of them here: its learner takes a standby slot, and warm-ups (with their budget)
     # only exist when there are no standby slots to take.
     learning: dict[TaskId, str] = {}  # task -> its learner, if it got a standby slot
+    placed: dict[str, set[TaskId]] = {cid: set() for cid in cl.ids}
     warmups = 0
     for task in sorted(learners):
         learner = learners[task]
@@ -178,9 +180,10 @@ def _place_replicas(
         else:
             continue  # over budget: the move waits for a later assignment
         held[learner] += 1
+        placed[learner].add(task)
 
     if target == 0:
-        return standby, warmup
+        return standby, warmup, placed
     queue = _LoadQueue({cid: held[cid] * cl.weight[cid] for cid in cl.ids})
     for task in cl.stateful_tasks:
         skip = {active[task]}
@@ -199,7 +202,7 @@ def _place_replicas(
         for cid in chosen:
             standby[cid].add(task)
             queue.add(cid, cl.weight[cid])
-    return standby, warmup
+    return standby, warmup, placed
 
 
 def assign(
@@ -218,10 +221,14 @@ def assign(
     cl = Cluster(clients, tasks, stateful, config if config is not None else AssignorConfig())
     plan, count = _plan_actives(cl)
     active, learners = _defer_moves(cl, plan, count)
-    standby, warmup = _place_replicas(cl, active, learners)
+    standby, warmup, placed = _place_replicas(cl, active, learners)
     per_client: dict[str, set[TaskId]] = {cid: set() for cid in cl.ids}
     for task, cid in active.items():
         per_client[cid].add(task)
     return Assignment(
-        active=per_client, standby=standby, warmup=warmup, followup_needed=bool(learners)
+        active=per_client,
+        standby=standby,
+        warmup=warmup,
+        followup_needed=bool(learners),
+        learners=placed,
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from .task_id import TaskId
@@ -22,18 +22,21 @@ class Assignment:
     """Active, standby and warm-up tasks for every client id (empty sets included).
 
     ``followup_needed`` is True while some task waits on a learner to catch up before it moves;
-    the caller should assign again once the learners have restored.
+    the caller should assign again once the learners have restored. ``learners`` names, per
+    client, the replicas (standby or warm-up) placed there for such a pending move.
     """
 
     active: Mapping[str, frozenset[TaskId]]
     standby: Mapping[str, frozenset[TaskId]]
     warmup: Mapping[str, frozenset[TaskId]]
     followup_needed: bool
+    learners: Mapping[str, frozenset[TaskId]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "active", _frozen(self.active))
         object.__setattr__(self, "standby", _frozen(self.standby))
         object.__setattr__(self, "warmup", _frozen(self.warmup))
+        object.__setattr__(self, "learners", _frozen(self.learners))
 
     __hash__ = None  # type: ignore[assignment]  # holds mappings
 

@@ -24,12 +24,17 @@ def _time(ms: int | None) -> str:
     type=click.IntRange(min=1),
     default=10,
     show_default=True,
-    help="How many of the latest batches to show (an application keeps its latest 100).",
+    help=(
+        "How many of the latest batches and assignment-history events (task moves, warm-ups, "
+        "standbys, executors joining and leaving) to show. An application keeps its latest "
+        "100 batches and about 1,000 events."
+    ),
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (for scripts).")
 @reports_errors
 def status(application_id: str, log_url: str, history: int, as_json: bool) -> None:
-    """Show tasks, owners, per-partition lag and the latest batches of an application.
+    """Show tasks, owners, per-partition lag, the latest batches and the assignment history
+    (which tasks moved between executors, when and why) of an application.
 
     Lags are current: end offsets now minus the committed offsets, so they also show input
     that arrived after the application stopped.
@@ -47,6 +52,7 @@ def status(application_id: str, log_url: str, history: int, as_json: bool) -> No
         console.print(f"application {application_id!r} has not committed a batch yet")
         return
     _print_tables(console, info)
+    _print_history(console, info.get("history", []))
 
 
 def _with_iso_times(info: dict[str, Any]) -> dict[str, Any]:
@@ -62,6 +68,7 @@ def _with_iso_times(info: dict[str, Any]) -> dict[str, Any]:
         {**b, "committed_at_iso": _time(b.get("committed_at") or None)}
         for b in info.get("batches", [])
     ]
+    out["history"] = [{**e, "at_iso": _time(e.get("at"))} for e in info.get("history", [])]
     return out
 
 
@@ -119,3 +126,45 @@ def _print_tables(console: Any, info: dict[str, Any]) -> None:
             str(sum(b.get("lag", {}).values())),
         )
     console.print(batches)
+
+
+def _print_history(console: Any, events: list[dict[str, Any]]) -> None:
+    """The assignment history: one row per event, oldest first."""
+    from rich.table import Table
+
+    if not events:
+        console.print("assignment history: no task has moved yet")
+        return
+    table = Table(title=f"assignment history (latest {len(events)} events)")
+    for column in (
+        "time",
+        "batch",
+        "event",
+        "task",
+        "from",
+        "to",
+        "reason",
+        "lag",
+        "restored",
+        "restore ms",
+    ):
+        numeric = column in ("batch", "lag", "restored", "restore ms")
+        table.add_column(column, justify="right" if numeric else "left")
+
+    def text(value: Any) -> str:
+        return "-" if value is None else str(value)
+
+    for e in events:
+        table.add_row(
+            _time(e.get("at")),
+            text(e.get("batch")),
+            text(e.get("kind")),
+            text(e.get("task")),
+            text(e.get("source")),
+            text(e.get("target")),
+            text(e.get("reason")),
+            text(e.get("lag")),
+            text(e.get("restored_records")),
+            text(e.get("restore_ms")),
+        )
+    console.print(table)

@@ -12,6 +12,7 @@ from typing import Any
 from streamtide.assignment import Assignment, AssignmentInfo, SubscriptionInfo, assign
 from streamtide.config import StreamsConfig
 from streamtide.engine.app_dir import AppDirectory, app_dir_for
+from streamtide.engine.assignment_history import Placement, TaskRestore, changes
 from streamtide.engine.batch_size import BatchSizeController
 from streamtide.engine.committer import BatchCommitter
 from streamtide.engine.continuous import ContinuousWorkers, SlotKey, WorkerLostError
@@ -19,9 +20,10 @@ from streamtide.engine.failures import RemoteTraceback, rebuild, signature
 from streamtide.engine.global_offsets import global_ends
 from streamtide.engine.interop import (
     ExecutorInfo,
+    PinnedExecutorLostError,
     build_session,
     list_executors,
-    run_pinned,
+    run_pinned_watched,
     spark_context,
 )
 from streamtide.engine.metrics import AppMetrics, MetricsServer
@@ -58,17 +60,20 @@ from streamtide.engine.sources import SourcePosition, input_start
 from streamtide.engine.status import read_status
 from streamtide.engine.topology_names import check_resource_names
 from streamtide.engine.worker import make_work
-from streamtide.errors import InvalidStateStoreError, StreamtideError
+from streamtide.errors import ConfigError, InvalidStateStoreError, StreamtideError
 from streamtide.log import open_log
 from streamtide.processor.punctuation import is_wall_clock_schedule
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState, offset_key
+from streamtide.runtime.restore import RESTORE_DURATION_MS
 from streamtide.runtime.store_query import QueryOp, StoreQuery
 from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec
 
 log = logging.getLogger("streamtide.engine")
 
 MAX_STAGE_ATTEMPTS = 3
+#: How long a retry after a lost work unit waits for Spark to drop a dead executor.
+EXECUTOR_LOSS_WAIT_S = 2.0
 
 
 class StreamsApp:
@@ -122,6 +127,7 @@ class StreamsApp:
         self._completed = 0
         self._error: BaseException | None = None
         self._executors: list[ExecutorInfo] = []
+        self._assignment: Assignment | None = None
         self._blob: bytes | None = None
         self._metrics = AppMetrics()
         self._metrics_server: MetricsServer | None = None
@@ -133,6 +139,13 @@ class StreamsApp:
         #: the executor each task last committed on (where micro-batch queries read it)
         self._owners: dict[str, str] = {}
         self._stopped = False
+        #: The assignment history (engine.assignment_history): the last batch's placement,
+        #: the changelog lags the last assignment saw, executors being removed by ``scale``
+        #: (no longer assigned anything) and those removed so far.
+        self._placement = Placement()
+        self._assign_lags: dict[tuple[str, str], int] = {}
+        self._draining: set[str] = set()
+        self._removed: set[str] = set()
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -178,6 +191,7 @@ class StreamsApp:
                     self._reports.setdefault(owner, ClientReport()).running.add(task)
             self._metrics.remember_owners(last.owners)
             self._owners = dict(last.owners)
+            self._placement = _stored_placement(last.owners, stored)
             log.info("resuming %s after committed batch %d", self.config.application_id, batch)
         if self.config.execution == "continuous" and self._workers is None:
             self._workers = ContinuousWorkers(
@@ -355,9 +369,9 @@ class StreamsApp:
         batch = self._next_batch
         started = time.perf_counter()
         progress = BatchProgress(batch)
-        executors = list_executors(self.sc)
+        executors = self._live_executors()
         assignment = self._assign(executors)
-        self._executors = executors
+        self._executors, self._assignment = executors, assignment
         self._global_ends = global_ends(
             self.app_dir, self.log, self.topology, self.config.application_id, batch
         )
@@ -374,6 +388,9 @@ class StreamsApp:
                 self.running.stages_done += 1
                 self.running.records_done = progress.input_records
                 self.running.restored_done = progress.restored_records
+        # a retried stage may have re-assigned (an executor died during the batch)
+        executors, assignment = self._executors, self._assignment
+        assert assignment is not None
         lags = {t: self._lags(s, t) for s in self.stages for t in s.task_ids}
         progress.lag = {t: sum(n for _, n in rows) for t, rows in lags.items()}
         partition_lags = {key: n for rows in lags.values() for key, n in rows}
@@ -404,6 +421,7 @@ class StreamsApp:
             )
         )
         progress.commit_ms += round((time.perf_counter() - commit_started) * 1000, 3)
+        self._record_history(progress, executors, assignment)
         self._metrics.record_batch(
             (time.perf_counter() - started),
             progress.commit_ms / 1000,
@@ -420,15 +438,65 @@ class StreamsApp:
     def _stateful_tasks(self) -> set[str]:
         return {t for stage in self.stages if stage.changelog_topics for t in stage.task_ids}
 
+    def _live_executors(self) -> list[ExecutorInfo]:
+        """The executors to assign tasks to: the live ones not being removed by ``scale``."""
+        return [e for e in list_executors(self.sc) if e.id not in self._draining]
+
     def _assign(self, executors: list[ExecutorInfo]) -> Assignment:
         live = {e.id for e in executors}
         for client in list(self._reports):
             if client not in live:
                 del self._reports[client]
-        subs = subscriptions(executors, self._reports, self._stateful_tasks())
-        return compute_assignment(
-            self.stages, subs, self._changelog_end_sum, self.config, self.assignor
+        stateful = self._stateful_tasks()
+        subs = subscriptions(executors, self._reports, stateful)
+        ends: dict[str, int] = {}
+
+        def end_sum(task: str) -> int:
+            if task not in ends:
+                ends[task] = self._changelog_end_sum(task)
+            return ends[task]
+
+        assignment = compute_assignment(self.stages, subs, end_sum, self.config, self.assignor)
+        self._assign_lags = {
+            (client, task): 0 if task in report.running else max(0, end_sum(task) - held)
+            for client, report in self._reports.items()
+            for task, held in report.offset_sums.items()
+            if task in stateful
+        }
+        return assignment
+
+    def _record_history(
+        self, progress: BatchProgress, executors: list[ExecutorInfo], assignment: Assignment
+    ) -> None:
+        """Append what changed since the last batch to the assignment history."""
+        learners = {c: {str(t) for t in ts} for c, ts in assignment.learners.items()}
+        after = Placement(
+            {e.id for e in executors},
+            dict(progress.owners),
+            {
+                c: {str(t) for t in ts} - learners.get(c, set())
+                for c, ts in assignment.standby.items()
+            },
+            {
+                c: {str(t) for t in ts} | learners.get(c, set())
+                for c, ts in assignment.warmup.items()
+            },
         )
+        restores = {
+            t: TaskRestore(n, progress.restore_ms_by_task.get(t, 0))
+            for t, n in progress.restored_by_task.items()
+        }
+        events = changes(
+            progress.batch,
+            progress.committed_at,
+            self._placement,
+            after,
+            removed=frozenset(self._removed | self._draining),
+            lags=self._assign_lags,
+            restores=restores,
+        )
+        self.app_dir.append_history([e.as_dict() for e in events])
+        self._placement = after
 
     def _write_assignment_records(
         self, batch: int, executors: list[ExecutorInfo], assignment: Assignment
@@ -626,6 +694,9 @@ class StreamsApp:
             for result in unit.tasks:
                 progress.ran_on[result.task] = unit.executor
                 progress.restored_by_task[result.task] = result.restored_records
+                progress.restore_ms_by_task[result.task] = result.metrics.get(
+                    RESTORE_DURATION_MS, 0
+                )
                 progress.input_records += result.input_records
                 progress.restored_records += result.restored_records
                 progress.output_records += sum(
@@ -661,8 +732,9 @@ class StreamsApp:
         previous: dict[str, Any] | None = None  # the last failure report
         for attempt in range(MAX_STAGE_ATTEMPTS):
             if attempt:
-                executors = list_executors(self.sc)
+                executors = self._live_executors()
                 assignment = self._assign(executors)
+                self._executors, self._assignment = executors, assignment  # what the batch used
                 log.warning(
                     "batch %d stage(s) %s: retrying (attempt %d) after: %s",
                     batch,
@@ -695,14 +767,15 @@ class StreamsApp:
                 if self._workers is not None:
                     reports = self._run_continuous(units, executors, assignment)
                 else:
-                    outputs = run_pinned(
+                    outputs = run_pinned_watched(
                         self.sc,
                         [(json.dumps(spec), ex) for _, spec, ex, _ in units],
                         make_work(self._blob),
                     )
                     reports = [json.loads(out) for out in outputs]
-            except WorkerLostError as exc:  # a long-running work unit ended: re-plan
+            except (WorkerLostError, PinnedExecutorLostError) as exc:  # an executor left: re-plan
                 last_error, cause = exc, None
+                self._await_executors_gone(exc.executors)
                 continue
             except Exception as exc:  # a failed Spark job (a worker died): re-plan, same ranges
                 last_error = _explain(exc)
@@ -722,6 +795,16 @@ class StreamsApp:
             previous = failure
         assert last_error is not None
         raise last_error from cause
+
+    def _await_executors_gone(self, executors: frozenset[str]) -> None:
+        """After losing work units, wait briefly for Spark to drop their executors if they
+        died (it takes up to about half a second), so the retry does not pin work to them.
+        An executor still listed after ``EXECUTOR_LOSS_WAIT_S`` lost only a worker."""
+        deadline = time.monotonic() + EXECUTOR_LOSS_WAIT_S
+        while executors and time.monotonic() < deadline:
+            if not executors & {e.id for e in list_executors(self.sc)}:
+                return
+            time.sleep(0.05)
 
     # ---- continuous execution ------------------------------------------------------------
 
@@ -842,11 +925,100 @@ class StreamsApp:
                 timeout=timeout,
             )
 
+    # ---- scaling -------------------------------------------------------------------------
+
+    def scale(self, executors: int, timeout: float = 300.0) -> list[str]:
+        """Grow or shrink the application to ``executors`` executors; returns the live ids.
+
+        Growing asks the cluster manager for the new executors and returns once they are
+        live; the next batches give them warm-up tasks, and a task moves to one only when its
+        warm-up is within ``acceptable_recovery_lag``. Shrinking picks the executors with the
+        fewest active tasks (the newest among equals), runs a batch that assigns them nothing
+        (their tasks go to their standbys; the other tasks do not stop), stops their work
+        units and then removes them. Needs a cluster manager that lets the application choose
+        its executors (``engine.scaling``); ``ConfigError`` otherwise."""
+        from streamtide.engine import scaling
+
+        if isinstance(executors, bool) or not isinstance(executors, int) or executors < 1:
+            raise ConfigError(f"scale: executors must be an int >= 1, got {executors!r}")
+        self._ensure_started()
+        scaling.check_scalable(self.sc)
+        live = list_executors(self.sc)
+        if executors > len(live):
+            scaling.request_total(self.sc, executors)
+            return scaling.await_executors(
+                self.sc,
+                lambda ids: len(ids) >= executors,
+                timeout,
+                f"{executors} executors did not register",
+            )
+        if executors == len(live):
+            return [e.id for e in live]
+        owned = {e.id: 0 for e in live}
+        for owner in self._placement.owners.values():
+            if owner in owned:
+                owned[owner] += 1
+        order = sorted(live, key=lambda e: (owned[e.id], -_id_rank(e.id)))
+        leaving = {e.id for e in order[: len(live) - executors]}
+        self._draining |= leaving
+        try:
+            self._await_batch_without(timeout)
+            if self._workers is not None:
+                self._workers.retire_executors(leaving, timeout)
+            scaling.kill(self.sc, sorted(leaving))
+            scaling.request_total(self.sc, executors)
+            ids = scaling.await_executors(
+                self.sc,
+                lambda ids: not leaving & set(ids),
+                timeout,
+                f"executors {sorted(leaving)} were not removed",
+            )
+            self._removed |= leaving
+        finally:
+            self._draining -= leaving
+        return ids
+
+    def _await_batch_without(self, timeout: float) -> None:
+        """Wait for a batch that started after ``_draining`` changed (run one if the app is
+        not running in the background)."""
+        if self._thread is None or not self._thread.is_alive():
+            self.run_batch()
+            return
+        with self._batch_done:
+            target = self._completed + (2 if self.running is not None else 1)
+            if not self._batch_done.wait_for(
+                lambda: self._completed >= target or self._error is not None, timeout
+            ):
+                raise TimeoutError(f"no batch completed within {timeout:.0f} s")
+        if self._error is not None:
+            raise self._error
+
     # ---- status --------------------------------------------------------------------------
 
     def status(self, history: int = 10) -> dict[str, Any]:
         """Tasks, owners, lags and recent batches (also available without Spark)."""
         return read_status(self.config, history)
+
+
+def _id_rank(executor_id: str) -> int:
+    """Executors' ids grow as they are started (non-numeric ids rank first)."""
+    return int(executor_id) if executor_id.isdigit() else -1
+
+
+def _stored_placement(
+    owners: dict[str, str], stored: dict[str, dict[str, bytes]] | None
+) -> Placement:
+    """The last committed batch's placement, for the history of a resumed application."""
+    placement = Placement(set(owners.values()), dict(owners))
+    for client, blob in (stored or {}).get("assignments", {}).items():
+        try:
+            info = AssignmentInfo.decode(blob)
+        except StreamtideError:
+            continue  # an unreadable record costs the history one comparison, nothing more
+        placement.executors.add(client)
+        placement.standbys[client] = {str(t) for t in info.standby}
+        placement.warmups[client] = {str(t) for t in info.warmup}
+    return placement
 
 
 def _explain(exc: Exception) -> StreamtideError:

@@ -16,6 +16,9 @@ Layout::
     <root>/batches/<batch>/commit.json            the batch is committed (task states)
     <root>/assignments/<batch>.json               AssignmentInfo per client, and each client's
                                                   SubscriptionInfo for the next batch
+    <root>/history.jsonl                          the assignment history: one JSON event per
+                                                  line (``engine.assignment_history``), newest
+                                                  last, about the latest ``KEEP_HISTORY``
     <root>/topology.json                          the store and internal topic names the
                                                   application's state lives under
 """
@@ -47,6 +50,9 @@ from streamtide.processor.resource_names import ResourceNames
 
 #: Epoch records kept (older ones only tell who ran when).
 KEEP_EPOCHS = 10
+#: Assignment-history events kept (the file is cut back to this many when it holds twice as
+#: many).
+KEEP_HISTORY = 1000
 
 R = TypeVar("R", OffsetsRecord, PrepareRecord, SealRecord, CommitRecord)
 
@@ -222,6 +228,43 @@ class AppDirectory:
             return None
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptRecordError(f"assignment record {path} is unreadable: {exc}") from exc
+
+    # ---- assignment history --------------------------------------------------------------
+
+    def append_history(self, events: list[dict[str, Any]], keep: int = KEEP_HISTORY) -> None:
+        """Append assignment-history events; keep the file to the latest ``keep`` or so."""
+        if not events:
+            return
+        self.check_fence()
+        path = self.root / "history.jsonl"
+        with open(path, "a", encoding="utf-8") as out:
+            for event in events:
+                out.write(json.dumps(event, sort_keys=True) + "\n")
+        lines = path.read_bytes().splitlines()
+        if len(lines) > 2 * keep:
+            write_atomically(path, b"\n".join(lines[-keep:]) + b"\n")
+
+    def read_history(self, count: int) -> list[dict[str, Any]]:
+        """The latest ``count`` assignment-history events, oldest first (a line that cannot
+        be read, such as one cut short by a crash while appending, is skipped)."""
+        path = self.root / "history.jsonl"
+        try:
+            lines = path.read_bytes().splitlines()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise CorruptRecordError(f"cannot read the assignment history {path}: {exc}") from exc
+        events = []
+        for line in reversed(lines):
+            if len(events) >= count:
+                break
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+        return list(reversed(events))
 
     # ---- the topology's resource names ----------------------------------------------------
 

@@ -28,7 +28,7 @@ from streamtide.engine.channel import (
     recv_message,
     send_message,
 )
-from streamtide.engine.interop import ExecutorInfo, run_pinned
+from streamtide.engine.interop import ExecutorInfo, list_executors, run_pinned
 from streamtide.engine.worker import make_serve
 from streamtide.errors import StreamtideError
 
@@ -47,7 +47,12 @@ class SlotKey:
 
 
 class WorkerLostError(StreamtideError):
-    """A long-running work unit ended or could not be reached; its batch is retried."""
+    """A long-running work unit ended or could not be reached; its batch is retried.
+    ``executors`` are the executors of the lost work units."""
+
+    def __init__(self, message: str, executors: frozenset[str] = frozenset()) -> None:
+        super().__init__(message)
+        self.executors = executors
 
 
 class _Slot:
@@ -159,16 +164,24 @@ class ContinuousWorkers:
             if slot is None or slot.ended is not None or (slot.sock is None and not _alive(slot)):
                 slot = self._launch(key, executor)
             deadline = time.monotonic() + self._connect_timeout
+            lost = frozenset({key.executor})
             while not slot.connected:
                 if slot.ended is not None:
-                    raise WorkerLostError(f"work unit {key} ended before connecting: {slot.ended}")
+                    raise WorkerLostError(
+                        f"work unit {key} ended before connecting: {slot.ended}", lost
+                    )
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise WorkerLostError(
                         f"work unit {key} did not connect within {self._connect_timeout:.0f} s "
-                        "(continuous execution needs one free task slot per work unit)"
+                        "(continuous execution needs one free task slot per work unit)",
+                        lost,
                     )
                 self._changed.wait(min(left, 0.5))
+                if not slot.connected and not _listed(self._sc, key.executor):
+                    # pinned to an executor that died meanwhile: Spark would run it elsewhere
+                    # only once a core is free there, which may take long; re-plan now
+                    raise WorkerLostError(f"work unit {key}: executor {key.executor} is gone", lost)
 
     def _launch(self, key: SlotKey, executor: ExecutorInfo) -> _Slot:
         generation = self._generations.get(key, 0) + 1
@@ -243,7 +256,8 @@ class ContinuousWorkers:
                 self._drop(slot)
         if lost:
             raise WorkerLostError(
-                "lost work unit(s): " + "; ".join(f"{k}: {why}" for k, why in sorted(lost.items()))
+                "lost work unit(s): " + "; ".join(f"{k}: {why}" for k, why in sorted(lost.items())),
+                frozenset(k.executor for k in lost),
             )
         return replies
 
@@ -286,6 +300,19 @@ class ContinuousWorkers:
             if key not in keep and slot.ended is None:
                 self._stop_slot(slot)
 
+    def retire_executors(self, executors: set[str], timeout: float = 30.0) -> None:
+        """Stop the work units of the given executors and wait until their Spark jobs ended
+        (before the executors are removed, so no running Spark task is lost with them);
+        the other work units go on."""
+        slots = [s for k, s in self._slots.items() if k.executor in executors]
+        for slot in slots:
+            if slot.ended is None:
+                self._stop_slot(slot)
+        deadline = time.monotonic() + timeout
+        for slot in slots:
+            if slot.thread is not None:
+                slot.thread.join(max(0.0, deadline - time.monotonic()))
+
     def _stop_slot(self, slot: _Slot) -> None:
         if slot.sock is not None and slot.ended is None:
             try:
@@ -310,6 +337,10 @@ class ContinuousWorkers:
         for slot in list(self._slots.values()):
             if slot.sock is not None:
                 slot.sock.close()
+
+
+def _listed(sc: Any, executor_id: str) -> bool:
+    return executor_id == "driver" or any(e.id == executor_id for e in list_executors(sc))
 
 
 def _alive(slot: _Slot) -> bool:

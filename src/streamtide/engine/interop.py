@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from streamtide.errors import ConfigError
+from streamtide.errors import ConfigError, StreamtideError
 
 DRIVER_ID = "driver"
 
@@ -114,3 +116,52 @@ def run_pinned(
     jrdd = sc._jsc.sc().makeRDD(convert.asScala(pairs).toSeq(), tag)
     rdd = RDD(jrdd.toJavaRDD(), sc, UTF8Deserializer())
     return rdd.mapPartitions(work).collect()
+
+
+class PinnedExecutorLostError(StreamtideError):
+    """An executor that a pinned job's tasks were pinned to left while the job ran."""
+
+    def __init__(self, message: str, executors: frozenset[str]) -> None:
+        super().__init__(message)
+        self.executors = executors
+
+
+def run_pinned_watched(
+    sc: Any,
+    units: list[tuple[str, ExecutorInfo | None]],
+    work: Callable[[Iterable[str]], Iterator[str]],
+    poll: float = 0.25,
+) -> list[str]:
+    """``run_pinned``, cancelled as soon as an executor one of its units is pinned to leaves.
+
+    Spark retries a lost task within its job, and a retried task waits out
+    ``spark.locality.wait`` for the executor it prefers, which is gone: cancelling lets the
+    caller re-plan at once instead (``PinnedExecutorLostError``)."""
+    group = f"streamtide-pinned-{uuid.uuid4().hex[:12]}"
+    pinned = frozenset(e.id for _, e in units if e is not None and e.id != DRIVER_ID)
+    done: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            sc.setJobGroup(group, "Streamtide work units", True)
+            done["outputs"] = run_pinned(sc, units, work)
+        except BaseException as exc:  # handed to the caller's thread
+            done["error"] = exc
+
+    thread = threading.Thread(target=run, name="streamtide-pinned-job", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(poll if pinned else None)
+        if not thread.is_alive():
+            break
+        gone = pinned - {e.id for e in list_executors(sc)}
+        if gone:
+            sc.cancelJobGroup(group)
+            thread.join()
+            raise PinnedExecutorLostError(
+                f"executor(s) {', '.join(sorted(gone))} left while the stage's work units ran",
+                frozenset(gone),
+            )
+    if "error" in done:
+        raise done["error"]
+    return done["outputs"]

@@ -23,6 +23,7 @@ class BatchProgress:
     owners: dict[str, str] = field(default_factory=dict)
     ran_on: dict[str, str] = field(default_factory=dict)
     restored_by_task: dict[str, int] = field(default_factory=dict)
+    restore_ms_by_task: dict[str, int] = field(default_factory=dict)
     standbys: dict[str, list[str]] = field(default_factory=dict)
     stage_ms: list[float] = field(default_factory=list)
     resumed: bool = False

@@ -15,11 +15,19 @@ from streamtide.log import open_log
 
 
 def read_status(config: StreamsConfig, history: int = 10) -> dict[str, Any]:
-    """Tasks, partitions with their lag, standbys and the latest ``history`` batches."""
+    """Tasks, partitions with their lag, standbys, the latest ``history`` batches and the
+    latest ``history`` assignment-history events (task moves, warm-ups, standbys, executors
+    joining and leaving; ``engine.assignment_history``)."""
     app_dir = AppDirectory(app_dir_for(config))
     recent = app_dir.recent_commits(max(1, history))
+    moves = app_dir.read_history(history) if history else []
     if not recent:
-        return {"application_id": config.application_id, "batches": [], "tasks": {}}
+        return {
+            "application_id": config.application_id,
+            "batches": [],
+            "tasks": {},
+            "history": moves,
+        }
     commit = recent[-1]
     batch, progress = commit.batch, commit.progress
     partitions = _partitions(config, commit.tasks)
@@ -41,6 +49,7 @@ def read_status(config: StreamsConfig, history: int = 10) -> dict[str, Any]:
         "partitions": partitions,
         "standbys": progress.get("standbys", {}),
         "batches": [c.progress for c in recent][-history:] if history else [],
+        "history": moves,
     }
 
 

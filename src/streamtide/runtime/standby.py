@@ -113,8 +113,9 @@ class StandbyTask:
     def poll(self, max_records: int | None = None) -> int:
         return self.stores.poll(max_records)
 
-    def catch_up(self) -> int:
-        return self.stores.catch_up()
+    def catch_up(self, deadline: float | None = None, at_least: int = 0) -> int:
+        """Apply the committed changelog (bounded by ``deadline``: ``TaskStores.catch_up``)."""
+        return self.stores.catch_up(deadline, at_least)
 
     def local_offsets(self) -> dict[str, int]:
         return self.stores.local_offsets()

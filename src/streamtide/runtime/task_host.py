@@ -108,6 +108,8 @@ class TaskHost:
         ``writer``; return the task's report."""
         started = time.perf_counter()
         phases = _Phases()
+        if task_id in self._standby:  # promoted here: its standby copy holds the stores
+            self._close_standby(task_id)
         held = self._active.get(task_id)
         if held is not None and (held.pending is not None or held.state != state):
             self._close_active(task_id, "its committed state moved on elsewhere")
@@ -224,11 +226,18 @@ class TaskHost:
     # ---- standby tasks -------------------------------------------------------------------
 
     def update_standby(
-        self, task_id: str, input_offsets: dict[str, int] | None = None
+        self,
+        task_id: str,
+        input_offsets: dict[str, int] | None = None,
+        deadline: float | None = None,
+        at_least: int = 0,
     ) -> dict[str, Any]:
-        """Bring a standby (or warm-up) task's stores to the committed changelog end;
+        """Bring a standby (or warm-up) task's stores to the committed changelog end, or as
+        close as ``deadline`` allows (at least ``at_least`` records per store);
         ``input_offsets`` are the active task's committed input offsets (how far stores whose
         changelog is a source topic may go)."""
+        if task_id in self._active:  # demoted here: its active copy holds the stores
+            self._close_active(task_id, "it became a standby here")
         standby = self._standby.get(task_id)
         if standby is None:
             standby = self._standby[task_id] = self._new_standby(task_id, input_offsets)
@@ -237,7 +246,7 @@ class TaskHost:
         before = standby.metrics.get(RECORDS_RESTORED)
         try:
             standby.initialize()
-            applied = standby.catch_up()
+            applied = standby.catch_up(deadline, at_least)
             report = {
                 "local_offsets": standby.local_offsets(),
                 "offset_sum": standby.offset_sum(),

@@ -335,16 +335,26 @@ class TaskStores:
 
     # ---- applying the changelog up to an offset limit (standby, warm-up, catch-up) --------
 
-    def catch_up(self) -> int:
+    def catch_up(self, deadline: float | None = None, at_least: int = 0) -> int:
         """Raise every limit to the committed changelog end and apply everything below it
-        (stores holding sent records are left alone); returns how many records were applied."""
+        (stores holding sent records are left alone); returns how many records were applied.
+
+        With a ``deadline`` (``time.perf_counter()``), each store applies at least
+        ``at_least`` records, then more in steps of that size until the deadline: a replica
+        built from scratch then takes several calls instead of holding up one."""
         restorer = self._require_restorer()
         applied = 0
         for cl in self.changelogs.values():
             if cl.unconfirmed:
                 continue
             cl.limit = restorer.end(cl)
-            applied += restorer.apply_below_limit(cl) + restorer.replay(cl, cl.limit)
+            applied += restorer.apply_below_limit(cl)
+            if deadline is None or at_least < 1:
+                applied += restorer.replay(cl, cl.limit)
+                continue
+            applied += restorer.replay(cl, min(cl.limit, cl.position + at_least))
+            while cl.position < cl.limit and time.perf_counter() < deadline:
+                applied += restorer.replay(cl, min(cl.limit, cl.position + at_least))
         if applied:
             self.checkpoint()
         self._report_lag()

@@ -81,6 +81,16 @@ class WorkUnitSpec:
 TaskStoresFactory = Callable[..., Any]
 
 
+#: Standby and warm-up tasks catch up after the active tasks, for as long as those took to
+#: process their input (opening and restoring excluded; at least ``REPLICA_BUDGET_MIN_S``),
+#: each store at least ``REPLICA_STEP`` records per batch. Processing time bounds the
+#: changelog records the batch wrote, so standbys keep up; a replica built from scratch (a new
+#: standby after a failover, a warm-up on a new executor) takes several batches instead of
+#: holding up the commit of the batch, which in a failover is the one that recovers.
+REPLICA_BUDGET_MIN_S = 0.05
+REPLICA_STEP = 2_000
+
+
 def client_state_dir(config: StreamsConfig, client: str) -> Path:
     """Where one executor keeps its tasks' local state (executors may share a disk)."""
     return Path(config.state_dir) / f"client-{client}"
@@ -133,8 +143,11 @@ def run_work_unit(
         ]
         standbys = {}
         if stores_factory is not None:
+            deadline = time.perf_counter() + max(REPLICA_BUDGET_MIN_S, _processing_s(reports))
             standbys = {
-                task_id: host.update_standby(task_id, spec.standby_offsets.get(task_id))
+                task_id: host.update_standby(
+                    task_id, spec.standby_offsets.get(task_id), deadline, REPLICA_STEP
+                )
                 for task_id in spec.standby
             }
     finally:
@@ -148,3 +161,11 @@ def run_work_unit(
         "standbys": standbys,
         "duration_ms": round((time.perf_counter() - started) * 1000, 3),
     }
+
+
+def _processing_s(reports: list[dict[str, Any]]) -> float:
+    """Seconds the active tasks of a run spent on their input (not opening or restoring)."""
+    return (
+        sum(r.get("duration_ms", 0.0) - r.get("phases_ms", {}).get("restore", 0.0) for r in reports)
+        / 1000
+    )
