@@ -36,7 +36,6 @@ from streamtide.dsl.params import DEFAULT_STORE_TYPE, ensure_callable
 from streamtide.errors import TopologyError
 from streamtide.processor import drops
 from streamtide.processor.api import Processor, ProcessorContext
-from streamtide.processor.nodes import SourceNodeDef
 from streamtide.record import Record
 from streamtide.state.join_stores import (
     JoinWindowStoreBuilder,
@@ -157,23 +156,6 @@ class StreamStreamJoinProcessor(Processor):
             waiting.remove_entry(entry)
 
 
-def source_topics_of(stream: KStream) -> set[str]:
-    """The topics the records of ``stream`` come from (its sub-topology's sources above it)."""
-    nodes = stream.builder.topology.nodes
-    topics: set[str] = set()
-    pending, seen = [stream.node], set()
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        node = nodes[name]
-        if isinstance(node, SourceNodeDef):
-            topics.update(node.topics)
-        pending.extend(node.parents)
-    return topics
-
-
 #: Which sides emit records without partner, per operation.
 OUTER_SIDES = {"join": (False, False), "left_join": (True, False), "outer_join": (True, True)}
 
@@ -259,6 +241,7 @@ def join_streams(
         topology.add_state_store(waiting, this_name, other_name)
     topology.add_processor(merge_name, p.PassThroughProcessor, this_name, other_name)
     topology.add_copartition_group(
-        source_topics_of(left) | source_topics_of(right), f"{operation} {this_name}"
+        topology.upstream_source_topics(left.node) | topology.upstream_source_topics(right.node),
+        f"{operation} {this_name}",
     )
     return KStream(builder, merge_name, key_serde, None)

@@ -23,8 +23,6 @@ from streamtide.dsl.table_view import TableView, check_lookups
 from streamtide.errors import TopologyError
 from streamtide.processor import drops
 from streamtide.processor.api import Processor, ProcessorContext
-from streamtide.processor.nodes import SourceNodeDef
-from streamtide.processor.topology import Topology
 from streamtide.record import Record
 
 if TYPE_CHECKING:
@@ -59,23 +57,6 @@ class StreamTableJoinProcessor(Processor):
         self.context.forward(record.with_value(self.joiner(value, table_value)))
 
 
-def upstream_source_topics(topology: Topology, node: str) -> set[str]:
-    """The topics read by the source nodes that feed ``node`` (directly or not)."""
-    nodes = topology.nodes
-    topics: set[str] = set()
-    pending, seen = [node], set()
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        definition = nodes[name]
-        if isinstance(definition, SourceNodeDef):
-            topics.update(definition.topics)
-        pending.extend(definition.parents)
-    return topics
-
-
 def stream_table_join(
     stream: KStream,
     table: KTable,
@@ -108,8 +89,8 @@ def stream_table_join(
     topology.connect_processor_and_state_stores(name, *view.store_names)
     topology.add_copartition_group(
         {
-            *upstream_source_topics(topology, stream.node),
-            *upstream_source_topics(topology, table.node),
+            *topology.upstream_source_topics(stream.node),
+            *topology.upstream_source_topics(table.node),
         },
         f"stream-table join {name!r}",
     )

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.change import Change, as_change
 from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
-from streamtide.dsl.table_joins import upstream_source_topics
 from streamtide.dsl.table_view import (
     Getter,
     TableOrigin,
@@ -218,8 +217,8 @@ def table_table_join(
         value_serde = store.value_serde
     topology.add_copartition_group(
         {
-            *upstream_source_topics(topology, left.node),
-            *upstream_source_topics(topology, right.node),
+            *topology.upstream_source_topics(left.node),
+            *topology.upstream_source_topics(right.node),
         },
         f"table-table join {merge_name!r}",
     )

@@ -217,6 +217,21 @@ class Topology:
         self.internal_topics.add(name)
         return self
 
+    def upstream_source_topics(self, node: str) -> set[str]:
+        """The topics read by the source nodes that feed ``node`` (directly or not)."""
+        topics: set[str] = set()
+        pending, seen = [node], set()
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            definition = self.nodes[name]
+            if isinstance(definition, SourceNodeDef):
+                topics.update(definition.topics)
+            pending.extend(definition.parents)
+        return topics
+
     def add_copartition_group(self, topics: set[str], operation: str) -> Topology:
         """Require ``topics`` to have the same number of partitions (checked when the
         engine plans the topology; internal topics among them are created with that count)."""
