@@ -21,12 +21,9 @@ from tests.engine.scenarios import (
     session_topology,
     write_events,
 )
+from tests.engine.test_idle import spark_job_count
 
 pytestmark = pytest.mark.spark
-
-
-def spark_jobs(spark) -> int:
-    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(None))
 
 
 def test_batches_run_on_long_running_work_units_that_keep_their_stores(
@@ -37,12 +34,12 @@ def test_batches_run_on_long_running_work_units_that_keep_their_stores(
     config = engine_config(log_url, str(tmp_path / "state"), execution="continuous")
     app = StreamsApp(session_topology(), config, spark=spark)
     first = app.run_until_caught_up(timeout=300)
-    jobs, launched = spark_jobs(spark), app._workers.launched
+    jobs, launched = spark_job_count(spark), app._workers.launched
     assert launched == 2  # one work unit per slot of local[2]
     write_events(log_url, events[200:])
     later = app.run_until_caught_up(timeout=300)
     assert len(first) >= 2 and len(later) >= 2
-    assert spark_jobs(spark) == jobs, "a batch launched a Spark job"
+    assert spark_job_count(spark) == jobs, "a batch launched a Spark job"
     assert app._workers.launched == launched
     assert sum(p.restored_records for p in later) == 0  # stores stayed open: nothing replayed
     assert engine_outputs(log_url, "session") == expected_outputs("session", events)
