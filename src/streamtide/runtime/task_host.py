@@ -135,7 +135,7 @@ class TaskHost:
             phases.mark("commit")
             for topic, (_start, end) in ranges.items():
                 task.mark_consumed(topic, end)
-            committed = task.committed_state()
+            committed = task.committed_state().to_dict()
             output_counts = held.collector.counts()
             segments = held.collector.write_segments(writer)
             phases.mark("write")
@@ -144,7 +144,7 @@ class TaskHost:
             self._close_active(task_id, None)
             raise
         held.pending = writer
-        held.pending_state = committed.to_dict()
+        held.pending_state = committed
         metrics = _delta(before, task.metrics.as_dict())
         if not self.keep_open:
             self._close_active(task_id, None)
@@ -152,7 +152,7 @@ class TaskHost:
         return {
             "task": task_id,
             "writer": writer,
-            "state": committed.to_dict(),
+            "state": committed,
             "segments": [s.as_dict() for s in segments],
             "input_records": read,
             "output_records": output_counts,
