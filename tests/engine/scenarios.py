@@ -32,8 +32,10 @@ from streamtide import (
     Windowed,
 )
 from streamtide.log import LogRecord, open_log
+from streamtide.log.factory import is_kafka_url
 from streamtide.log.partitioner import partition_for_key
 from streamtide.testing import TopologyTestDriver
+from tests.kafka_broker import KAFKA_TEST_OPTIONS, read_committed
 
 PARTITIONS = 2
 STRING, INT, JSON = Serdes.string(), Serdes.int(), Serdes.json()
@@ -72,7 +74,7 @@ def write_events(
     topic: str = "events",
     partitions: int = PARTITIONS,
 ) -> None:
-    log = open_log(log_url)
+    log = open_log(log_url, **log_options_for(log_url))
     log.create_topic(topic, partitions, exist_ok=True)
     per_partition: dict[int, list[LogRecord]] = {p: [] for p in range(partitions)}
     for user, value, ts in events:
@@ -242,7 +244,13 @@ def engine_outputs(log_url: str, name: str) -> dict[int, list[tuple]]:
 def read_outputs(
     log_url: str, key_serde: Any, value_serde: Any, topic: str = "out"
 ) -> dict[int, list[tuple]]:
-    """Every partition of ``topic`` as (key, value, timestamp) tuples."""
+    """Every partition of ``topic`` as (key, value, timestamp) tuples (on Kafka, read by a
+    consumer of its own at read_committed, independent of the engine's log)."""
+    if is_kafka_url(log_url):
+        return {
+            p: [(key_serde.deserialize(k), value_serde.deserialize(v), ts) for k, v, ts in rows]
+            for p, rows in read_committed(log_url, topic).items()
+        }
     log = open_log(log_url)
     try:
         return {
@@ -256,12 +264,18 @@ def read_outputs(
         log.close()
 
 
+def log_options_for(log_url: str) -> dict[str, str]:
+    """The options the tests open ``log_url`` with (Kafka: keep 1970 timestamps)."""
+    return dict(KAFKA_TEST_OPTIONS) if is_kafka_url(log_url) else {}
+
+
 def engine_config(
     log_url: str, state_dir: str, app: str = "engine-test", **overrides
 ) -> StreamsConfig:
     settings = dict(
         application_id=app,
         log=log_url,
+        log_options=log_options_for(log_url),
         state_dir=state_dir,
         max_records_per_batch=70,
         cache_enabled=False,

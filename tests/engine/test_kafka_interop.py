@@ -5,14 +5,11 @@ error until the engine's transactional commit lands."""
 from __future__ import annotations
 
 import pytest
-from click.testing import CliRunner
 
-from streamtide import StreamsApp, StreamsConfig
-from streamtide.cli import main
+from streamtide import StreamsConfig
 from streamtide.errors import ConfigError
 from streamtide.log import LogRecord, open_log
 from streamtide.spark import read_topic
-from tests.engine.scenarios import session_topology
 from tests.kafka_broker import KAFKA_TEST_OPTIONS
 
 
@@ -41,24 +38,6 @@ def test_read_topic_reads_a_kafka_topic_like_a_file_topic(spark, kafka_url, tmp_
         assert frames[url] == expected[url]
     assert [r[4] for r in frames[kafka_url]] == [2, 3, 4, 5, 0]
     assert frames[kafka_url][-1] == (None, b"keyless", "events", 1, 0, 99)
-
-
-def test_an_application_on_kafka_fails_clearly(tmp_path) -> None:
-    config = StreamsConfig(
-        application_id="on-kafka",
-        log="kafka://127.0.0.1:9",
-        log_options={"security.protocol": "SSL"},
-        state_dir=str(tmp_path / "state"),
-    )
-    with pytest.raises(ConfigError, match="applications run on the file log only"):
-        StreamsApp(session_topology(), config)
-    result = CliRunner().invoke(
-        main, ["run", "tests.engine.scenarios:session_topology", "--application-id", "a",
-               "--log", "kafka://127.0.0.1:9"],
-    )  # fmt: skip
-    assert result.exit_code == 1 and "file log only" in result.stderr
-    status = CliRunner().invoke(main, ["status", "--application-id", "a", "--log", "kafka://h:1"])
-    assert status.exit_code == 1 and "file log only" in status.stderr
 
 
 def test_log_options_must_be_a_dict_of_settings() -> None:

@@ -22,7 +22,7 @@ from streamtide.log.kafka_once import (
     WRITES_CONFIGS,
     WRITES_TOPIC,
     _confirm,
-    _Transaction,
+    _transaction,
     append_once,
     fence,
     marker_offsets,
@@ -91,7 +91,7 @@ def test_a_retried_attempt_appends_nothing_and_reports_the_committed_count(klog:
 
 def test_a_zombie_attempt_is_fenced_and_its_records_never_become_visible(klog: KafkaLog) -> None:
     since = marker_offsets(klog)
-    zombie = _Transaction(klog, "w-0", "out")
+    zombie = _transaction(klog, "w-0", "out")
     zombie.begin()
     for partition, record in pairs(20, "zombie"):
         zombie.send("out", partition, record)
@@ -108,7 +108,7 @@ def test_a_zombie_attempt_is_fenced_and_its_records_never_become_visible(klog: K
 
 def test_fence_aborts_what_a_dead_attempt_left_open(klog: KafkaLog) -> None:
     marker_offsets(klog)
-    dead = _Transaction(klog, "w-3", "out")
+    dead = _transaction(klog, "w-3", "out")
     dead.begin()
     for partition, record in pairs(6, "dead"):
         dead.send("out", partition, record)

@@ -26,6 +26,7 @@ from streamtide.engine.interop import (
     run_pinned_watched,
     spark_context,
 )
+from streamtide.engine.kafka_committer import KafkaBatchCommitter
 from streamtide.engine.metrics import AppMetrics, MetricsServer
 from streamtide.engine.placement import (
     Assignor,
@@ -100,9 +101,12 @@ class StreamsApp:
 
             stores_factory = make_task_stores
         self.stores_factory = stores_factory
-        self.log = open_log(self.config.log)
+        self.log = open_log(self.config.log, **self.config.log_options)
         self.app_dir = AppDirectory(app_dir_for(self.config), self.config.application_id)
-        self.committer = BatchCommitter(self.app_dir, self.log, self.config.application_id)
+        #: On Kafka each task commits in its own transaction (engine.kafka_committer).
+        self.kafka = self.log.transactional
+        committer = KafkaBatchCommitter if self.kafka else BatchCommitter
+        self.committer = committer(self.app_dir, self.log, self.config.application_id)
         self._topic_ids: dict[str, str] = {}
         self._global_ends: dict[str, list[int]] = {}  # this batch's (engine.global_offsets)
         self.stages: list[Stage] = []
@@ -176,6 +180,8 @@ class StreamsApp:
         ship_user_modules(self.topology)
         self._blob = cloudpickle.dumps((self.topology, self.config, self.stores_factory))
         last = self.committer.start()  # takes an epoch: any older driver is fenced now
+        if isinstance(self.committer, KafkaBatchCommitter):
+            self.committer.fence_tasks(t for stage in self.stages for t in stage.task_ids)
         check_resource_names(self.app_dir, self.topology, self.config)
         self._next_batch = resume_batch(last)
         if last is not None:
@@ -193,6 +199,8 @@ class StreamsApp:
             self._owners = dict(last.owners)
             self._placement = _stored_placement(last.owners, stored)
             log.info("resuming %s after committed batch %d", self.config.application_id, batch)
+        elif isinstance(self.committer, KafkaBatchCommitter):  # Kafka may know the tasks
+            self._task_states = self.committer.committed_states(self._task_sources())
         if self.config.execution == "continuous" and self._workers is None:
             self._workers = ContinuousWorkers(
                 self.sc,
@@ -420,6 +428,8 @@ class StreamsApp:
                 topic_ids=dict(self._topic_ids),
             )
         )
+        if isinstance(self.committer, KafkaBatchCommitter):
+            self._purge_repartition_topics()
         progress.commit_ms += round((time.perf_counter() - commit_started) * 1000, 3)
         self._record_history(progress, executors, assignment)
         self._metrics.record_batch(
@@ -558,6 +568,35 @@ class StreamsApp:
             lags.append(((topic, partition), max(0, self.log.end_offset(topic, partition) - start)))
         return lags
 
+    def _task_sources(self, stage: Stage | None = None) -> dict[str, list[tuple[str, int]]]:
+        """Each task's source partitions (of one stage, or of all)."""
+        sources: dict[str, list[tuple[str, int]]] = {}
+        for each in [stage] if stage is not None else self.stages:
+            for task in each.task_ids:
+                partition = int(task.split("_")[1])
+                sources[task] = [
+                    (topic, partition)
+                    for topic in each.source_topics
+                    if partition < self.log.partitions(topic)
+                ]
+        return sources
+
+    def _purge_repartition_topics(self) -> None:
+        """Kafka: delete the repartition records every consuming task has committed."""
+        assert isinstance(self.committer, KafkaBatchCommitter)
+        internal = {
+            self.topology.resolve_topic(t, self.config.application_id)
+            for t in self.topology.internal_topics
+        }
+        consumed = {}
+        for task, partitions in self._task_sources().items():
+            state = self._task_states.get(task)
+            for topic, partition in partitions:
+                key = offset_key(topic, partition)
+                if topic in internal and state is not None and key in state.offsets:
+                    consumed[(topic, partition)] = state.offsets[key]
+        self.committer.purge(consumed)
+
     def _internal_sinks(self, stage: Stage) -> list[str]:
         """Repartition topics this stage writes (their segments get interleaved)."""
         sub = self.topology.subtopology(stage.subtopology)
@@ -628,6 +667,12 @@ class StreamsApp:
         return self._execute_stages(batch, plans, executors, assignment)
 
     def _planned_ranges(self, stage: Stage) -> tuple[Ranges, dict[str, str]]:
+        if isinstance(self.committer, KafkaBatchCommitter):  # plan from what Kafka holds
+            sources = self._task_sources(stage)
+            found = self.committer.committed_states(sources)
+            for task in sources:
+                self._task_states.pop(task, None)
+            self._task_states.update(found)
         ranges, topic_ids = self._fix_ranges(stage)
         if self.running is not None:
             self.running.planned_records += sum(
@@ -670,7 +715,7 @@ class StreamsApp:
             progress.resumed = progress.resumed or result.resumed
         if result.offsets is not None:
             self._topic_ids.update(result.offsets.topic_ids)
-        if self._workers is not None:
+        if self._workers is not None and not self.kafka:  # on Kafka tasks commit themselves
             self._settle(result.prepare)
         self._take_over(stage, result.prepare, progress, result.offsets)
 

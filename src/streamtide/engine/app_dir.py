@@ -294,16 +294,11 @@ _KINDS = {
 
 
 def app_dir_for(config: Any) -> Path:
-    """``<log root>/_apps/<application_id>``: driver records live next to the log, which
-    must be a file log in this release (ConfigError for ``kafka://``)."""
-    from streamtide.errors import ConfigError
+    """Where the driver keeps the application's records: ``<log root>/_apps/<application_id>``
+    on the file log, next to the log; ``<state_dir>/_apps/<application_id>`` on Kafka, where
+    Kafka's committed offsets are the truth and the records are the driver's account."""
     from streamtide.log.factory import is_kafka_url, log_path
 
     if is_kafka_url(config.log):
-        raise ConfigError(
-            f"applications run on the file log only in this release, not on {config.log}: "
-            "Kafka logs work with open_log, read_topic and the topics, produce and consume "
-            "commands, and running an application on Kafka awaits its transactional commit "
-            "(see docs/kafka.md)"
-        )
+        return Path(config.state_dir).resolve() / "_apps" / config.application_id
     return Path(log_path(config.log)).resolve() / "_apps" / config.application_id

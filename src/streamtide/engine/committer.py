@@ -184,7 +184,7 @@ class BatchCommitter:
         }
         attempt = protocol.attempt_id(self.epoch, uuid.uuid4().hex[:8])
         prefix = writer_prefix(self.application_id, batch, stage)
-        merged = interleave_segments(self.log, raw, internal_sinks, f"{prefix}merged/{attempt}/")
+        merged = self._merge(raw, internal_sinks, f"{prefix}merged/{attempt}/")
         record = PrepareRecord(
             batch=batch,
             stage=stage,
@@ -195,6 +195,13 @@ class BatchCommitter:
             reports=tuple(UnitReport.from_dict({**unit, "client": c}) for c, unit in units),
         )
         return self.app_dir.create_prepare(record)
+
+    def _merge(
+        self, raw: dict[str, dict[str, Any]], internal_sinks: Sequence[str], writer: str
+    ) -> list[dict[str, Any]]:
+        """Merge each repartition partition's segments of the stage into one, by timestamp
+        (``engine.interleave``); the merged segments replace the tasks' own."""
+        return interleave_segments(self.log, raw, internal_sinks, writer)
 
     def _seal(self, prepare: PrepareRecord) -> None:
         self.app_dir.check_fence()

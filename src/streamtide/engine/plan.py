@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from streamtide.config import StreamsConfig
 from streamtide.errors import TopologyError, UnknownTopicError
 from streamtide.log.api import Log
+from streamtide.log.kafka_client import CHANGELOG_CONFIGS, REPARTITION_CONFIGS, split_options
 from streamtide.processor.topology import Topology
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,8 @@ def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stag
             )
     internal_partitions: dict[str, int] = {}
     copartitioned = copartitioned_counts(topology, app, log_)
+    # as in Kafka Streams, the user's ``topic.*`` settings override internal topics' defaults
+    overrides = split_options(config.log_options)[1]
     stages = []
     for sub in topology.subtopologies():
         counts = []
@@ -68,7 +71,9 @@ def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stag
             if sink in topology.internal_topics:
                 count = copartitioned.get(physical, partitions)
                 internal_partitions[physical] = count
-                log_.create_topic(physical, count, exist_ok=True)
+                log_.create_topic(
+                    physical, count, exist_ok=True, configs={**REPARTITION_CONFIGS, **overrides}
+                )
             elif not log_.has_topic(physical):
                 log.info("creating output topic %s with %d partitions", physical, partitions)
                 log_.create_topic(physical, partitions, exist_ok=True)
@@ -77,7 +82,8 @@ def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stag
             if getattr(topology.store_builder(store), "logging_enabled", True):
                 changelogs[store] = topology.changelog_topic(store, app)
                 if topology.source_changelog_topic(store) is None:
-                    log_.create_topic(changelogs[store], partitions, exist_ok=True)
+                    configs = {**changelog_configs(topology.store_builder(store)), **overrides}
+                    log_.create_topic(changelogs[store], partitions, exist_ok=True, configs=configs)
         stages.append(
             Stage(
                 sub.id,
@@ -116,3 +122,18 @@ def copartitioned_counts(topology: Topology, app: str, log_: Log) -> dict[str, i
             for topic in topics & topology.internal_topics:
                 counts[topology.resolve_topic(topic, app)] = max(external)
     return counts
+
+
+#: Kafka Streams keeps a windowed store's changelog records this much longer than the store.
+WINDOWED_CHANGELOG_EXTRA_RETENTION_MS = 24 * 3600 * 1000
+
+
+def changelog_configs(builder: object) -> dict[str, str]:
+    """Topic configs of a store's changelog (logs without topic configs ignore them):
+    compacted; a window or session store's also deletes records older than the store's
+    retention plus a day, as Kafka Streams does."""
+    retention = getattr(builder, "retention_ms", None)
+    if not isinstance(retention, int) or retention <= 0:
+        return dict(CHANGELOG_CONFIGS)
+    extra = WINDOWED_CHANGELOG_EXTRA_RETENTION_MS
+    return {"cleanup.policy": "compact,delete", "retention.ms": str(retention + extra)}

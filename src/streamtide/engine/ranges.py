@@ -32,21 +32,24 @@ def aligned_ends(log: Log, windows: Windows) -> dict[tuple[str, int], int]:
     capped = [key for key in busy if windows[key][1] < log.end_offset(*key)]
     if not capped or len(busy) < 2:
         return {key: end for key, (_, end) in windows.items()}
-    timestamps: dict[tuple[str, int], pa.ChunkedArray] = {}
+    tables: dict[tuple[str, int], pa.Table] = {}
     limit = math.inf
     for (topic, partition), (start, end) in windows.items():
         if end <= start:
             continue
-        column = log.read_table(topic, partition, start, end).column("timestamp")
-        timestamps[(topic, partition)] = column
-        if end < log.end_offset(topic, partition):
-            limit = min(limit, pc.max(column).as_py())
+        table = log.read_table(topic, partition, start, end)
+        tables[(topic, partition)] = table
+        if end < log.end_offset(topic, partition) and table.num_rows:
+            limit = min(limit, pc.max(table.column("timestamp")).as_py())
     ends = {}
-    for key, (start, end) in windows.items():
-        if limit == math.inf or key not in timestamps:
+    for key, (_start, end) in windows.items():
+        if limit == math.inf or key not in tables:
             ends[key] = end
             continue
-        ends[key] = start + _prefix_within(timestamps[key], limit)
+        table = tables[key]
+        rows = _prefix_within(table.column("timestamp"), limit)
+        # the offset of the first row left out (offsets may have gaps, e.g. on Kafka)
+        ends[key] = end if rows >= table.num_rows else int(table.column("offset")[rows].as_py())
     return ends
 
 

@@ -28,7 +28,13 @@ def _load(blob: bytes) -> tuple[Any, Any, Any, Any, Any]:
         topology, config, factory = cloudpickle.loads(blob)
         _CACHE.clear()
         global_stores = new_global_stores(topology, config) if topology.global_stores else None
-        cached = _CACHE[key] = (topology, config, factory, open_log(config.log), global_stores)
+        cached = _CACHE[key] = (
+            topology,
+            config,
+            factory,
+            open_log(config.log, **config.log_options),
+            global_stores,
+        )
     return cached
 
 

@@ -229,6 +229,9 @@ class Log(ABC):
 
     #: Whether seals of different partitions may run at once, each through its own ``handle``.
     parallel_seals = False
+    #: Whether the engine commits each task through a transaction of this log (Kafka) rather
+    #: than by sealing segments; offsets may then have gaps (commit markers, aborted records).
+    transactional = False
 
     def handle(self) -> Log:
         """A handle for the calling thread (this log itself unless the log keeps one per

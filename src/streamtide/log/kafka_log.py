@@ -64,6 +64,8 @@ class KafkaLog(Log):
     Thread-safe; clients are created on first use.
     """
 
+    transactional = True
+
     def __init__(
         self, bootstrap: str, options: Mapping[str, Any] | None = None, *, timeout_s: float = 30.0
     ) -> None:

@@ -311,6 +311,10 @@ class ChangelogRestorer:
                 cl.topic, cl.partition, cl.position, end, max_records=self.batch_size
             )
             if table.num_rows == 0:
+                # nothing committed is left below ``end``: the rest are gaps (transaction
+                # markers, aborted records of a log with transactions)
+                if self.log.transactional:
+                    cl.position = end
                 break
             keys = table.column("key").to_pylist()
             values = table.column("value").to_pylist()

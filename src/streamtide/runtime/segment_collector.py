@@ -106,6 +106,13 @@ class SegmentCollector:
             out[topic] = out.get(topic, 0) + len(columns.keys)
         return out
 
+    def drain(self) -> list[tuple[str, int, _Columns]]:
+        """Take every partition's pending records (``(topic, partition, columns)``, in topic
+        and partition order), for a log that commits them itself (Kafka transactions)."""
+        pending = [(t, p, c) for (t, p), c in sorted(self._pending.items()) if c.keys]
+        self._pending.clear()
+        return pending
+
     def write_segments(self, writer_id: str) -> list[SegmentRef]:
         """Write one unsealed segment per partition that received records."""
         refs = []

@@ -29,6 +29,7 @@ from streamtide.log.api import Log
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState
 from streamtide.runtime.global_stores import GlobalStores
+from streamtide.runtime.kafka_task_commit import KafkaTaskCommit
 from streamtide.runtime.restore import RECORDS_RESTORED, STANDBY_LAG
 from streamtide.runtime.segment_collector import SegmentCollector
 from streamtide.runtime.standby import StandbyTask
@@ -56,6 +57,7 @@ class _Held:
     state: dict[str, Any]  # the committed state the task is at (when nothing is pending)
     pending: str | None = None  # the writer id of a run not settled yet
     pending_state: dict[str, Any] | None = None
+    kafka: KafkaTaskCommit | None = None  # commits the task's runs on a Kafka log
 
 
 class TaskHost:
@@ -81,6 +83,7 @@ class TaskHost:
         self.global_stores = global_stores
         self._active: dict[str, _Held] = {}
         self._standby: dict[str, StandbyTask] = {}
+        self._group: Any = None  # the application's consumer-group offsets (Kafka log)
 
     @property
     def held(self) -> set[str]:
@@ -121,6 +124,11 @@ class TaskHost:
             before = held.task.metrics.as_dict()
         task = held.task
         phases.mark("restore")
+        if held.kafka is not None:
+            done = held.kafka.decide(state, ranges)
+            if done is not None:  # an earlier attempt committed this run; its report was lost
+                self._close_active(task_id, "an earlier attempt committed its run")
+                return _already_committed(task_id, writer, done, started)
         try:
             read = 0
             partition = task.partition
@@ -137,14 +145,17 @@ class TaskHost:
                 task.mark_consumed(topic, end)
             committed = task.committed_state().to_dict()
             output_counts = held.collector.counts()
-            segments = held.collector.write_segments(writer)
+            if held.kafka is None:
+                segments = held.collector.write_segments(writer)
+                held.pending, held.pending_state = writer, committed
+            else:
+                segments = []
+                self._commit_to_kafka(held, committed)
             phases.mark("write")
             local_offsets = task.stores.local_offsets() if task.stores.log is not None else {}
         except BaseException:
             self._close_active(task_id, None)
             raise
-        held.pending = writer
-        held.pending_state = committed
         metrics = _delta(before, task.metrics.as_dict())
         if not self.keep_open:
             self._close_active(task_id, None)
@@ -180,10 +191,57 @@ class TaskHost:
                 stores.on_committed(TaskCommittedState.from_dict(held.pending_state))
             held.state, held.pending, held.pending_state = held.pending_state, None, None
 
+    def _commit_to_kafka(self, held: _Held, committed: dict[str, Any]) -> None:
+        """Commit the run in the task's Kafka transaction, then apply its writes to the
+        stores (they hold committed data only) at the offsets Kafka gave the records."""
+        assert held.kafka is not None
+        state = TaskCommittedState.from_dict(committed)
+        written = held.kafka.commit(held.collector.drain(), state)
+        stores = held.task.stores
+        if stores is not None and stores.log is not None:
+            ends = {
+                name: written[(cl.topic, cl.partition)] + 1
+                if (cl.topic, cl.partition) in written
+                else cl.position
+                for name, cl in stores.changelogs.items()
+            }
+            stores.on_committed(state, changelog_ends=ends, sparse=True)
+        held.state = committed
+
+    def _kafka_commit(self, task_id: str) -> KafkaTaskCommit | None:
+        """The Kafka commit of a task opened now (None on a log without transactions).
+        Creating it fences every earlier producer of the task, which also aborts what they
+        left open on the task's changelogs, so open it before restoring."""
+        if not self.log.transactional:
+            return None
+        from streamtide.log.kafka_group import GroupOffsets
+
+        if self._group is None:
+            self._group = GroupOffsets(self.log, self.config.application_id)
+        subtopology, partition = (int(part) for part in task_id.split("_"))
+        app = self.config.application_id
+        sources = [
+            (topic, partition)
+            for topic in (
+                self.topology.resolve_topic(t, app)
+                for t in self.topology.subtopology(subtopology).source_topics
+            )
+            if partition < self.log.partitions(topic)
+        ]
+        return KafkaTaskCommit(
+            self.log,
+            self._group,
+            app,
+            task_id,
+            sources,
+            exactly_once=self.config.processing_guarantee == "exactly_once",
+        )
+
     def _open_active(self, task_id: str, state: dict[str, Any], batch: int) -> _Held:
         subtopology, partition = (int(part) for part in task_id.split("_"))
         collector = SegmentCollector(self.log)
         sub = self.topology.subtopology(subtopology)
+        kafka = self._kafka_commit(task_id)
         stores = None
         if self.stores_factory is not None and sub.stores:
             stores = self.stores_factory(
@@ -206,7 +264,7 @@ class TaskHost:
         )
         if self.keep_open and stores is not None:
             stores.checkpoint_records = KEPT_CHECKPOINT_RECORDS
-        held = _Held(task, collector, state)
+        held = _Held(task, collector, state, kafka=kafka)
         self._active[task_id] = held
         try:
             task.initialize()
@@ -221,7 +279,11 @@ class TaskHost:
             return
         if why is not None:
             log.info("task %s: closing its open copy (%s)", task_id, why)
-        held.task.close()
+        try:
+            held.task.close()
+        finally:
+            if held.kafka is not None:
+                held.kafka.close()
 
     # ---- standby tasks -------------------------------------------------------------------
 
@@ -336,6 +398,28 @@ class TaskHost:
     def close(self) -> None:
         """Close every task (held writes not settled are dropped)."""
         self.release(())
+        if self._group is not None:
+            self._group.close()
+            self._group = None
+
+
+def _already_committed(
+    task_id: str, writer: str, state: TaskCommittedState, started: float
+) -> dict[str, Any]:
+    """The report of a run an earlier attempt committed: its state, nothing new written."""
+    return {
+        "task": task_id,
+        "writer": writer,
+        "state": state.to_dict(),
+        "segments": [],
+        "input_records": 0,
+        "output_records": {},
+        "restored_records": 0,
+        "metrics": {},
+        "local_offsets": {},
+        "already_committed": True,
+        "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+    }
 
 
 def _delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:

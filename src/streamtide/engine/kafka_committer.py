@@ -1,0 +1,122 @@
+"""The driver's side of the commit protocol on a Kafka log.
+
+On the file log the driver seals what the tasks wrote. On Kafka each task commits itself, in
+its own transaction (``runtime.kafka_task_commit``), so the driver keeps the protocol's
+records (offsets, prepare, seal, commit) as the account of what it planned and what
+happened, and Kafka's committed offsets of the group ``<application_id>`` are the truth:
+
+- ranges are fixed from the task states Kafka holds (``committed_states``);
+- a stage's prepare records the tasks' reports once every task has committed, and its seal
+  record follows with nothing to seal;
+- a driver that resumes a stage re-runs it with the recorded ranges: the tasks whose
+  transactions committed find their offsets past the ranges and commit nothing again;
+- starting, the driver initialises every task's transactional id, which fences the work
+  units of any earlier driver and aborts what they left open (some brokers never time out a
+  transaction whose producer died, and readers of its partitions would wait for it);
+- after each batch the repartition records every consumer has committed are purged with
+  ``delete_records``, as Kafka Streams does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from streamtide.engine.app_dir import AppDirectory
+from streamtide.engine.committer import BatchCommitter
+from streamtide.engine.protocol import CommitRecord, PrepareRecord, SealRecord
+from streamtide.errors import FencedError
+from streamtide.log.api import Log
+from streamtide.log.errors import LogError, ProducerFencedError
+from streamtide.log.kafka_group import GroupOffsets
+from streamtide.log.kafka_transaction import KafkaTransaction
+from streamtide.runtime.committed import TaskCommittedState
+from streamtide.runtime.kafka_task_commit import decode_state, transactional_id
+
+log = logging.getLogger(__name__)
+
+
+class KafkaBatchCommitter(BatchCommitter):
+    """``BatchCommitter`` for a Kafka log (see the module docstring)."""
+
+    def __init__(self, app_dir: AppDirectory, log_: Log, application_id: str) -> None:
+        super().__init__(app_dir, log_, application_id)
+        self._group: GroupOffsets | None = None
+        self._purged: dict[tuple[str, int], int] = {}
+
+    @property
+    def group(self) -> GroupOffsets:
+        if self._group is None:
+            self._group = GroupOffsets(self.log, self.application_id)
+        return self._group
+
+    def start(self) -> CommitRecord | None:
+        """Take a new epoch; the tasks' producers are fenced by ``fence_tasks``."""
+        self.app_dir.take_epoch()
+        return self.app_dir.last_committed()
+
+    def fence_tasks(self, task_ids: Iterable[str]) -> None:
+        """Initialise the transactional id of every task: earlier producers of the tasks are
+        fenced and what they left open is aborted."""
+        for task in task_ids:
+            where = f"task {task} of application {self.application_id!r}"
+            try:
+                KafkaTransaction(
+                    self.log, transactional_id(self.application_id, task), where
+                ).close()
+            except ProducerFencedError as exc:
+                raise FencedError(
+                    f"{where}: another instance of the application fenced this driver ({exc})"
+                ) from exc
+
+    def committed_states(
+        self, sources: dict[str, list[tuple[str, int]]]
+    ) -> dict[str, TaskCommittedState]:
+        """The state Kafka holds for each task (``{task: its source partitions}``); tasks
+        that never committed are left out."""
+        found = self.group.committed([tp for tps in sources.values() for tp in tps])
+        states = {}
+        for task, partitions in sources.items():
+            mine = {tp: found[tp] for tp in partitions if tp in found}
+            where = f"task {task} of application {self.application_id!r}"
+            state = decode_state(mine, where)
+            if state is not None:
+                states[task] = state
+        return states
+
+    def purge(self, consumed: dict[tuple[str, int], int]) -> None:
+        """Delete repartition records below what their consumers committed."""
+        for (topic, partition), offset in consumed.items():
+            if self._purged.get((topic, partition), -1) >= offset:
+                continue
+            try:
+                self.log.truncate_before(topic, partition, offset)
+            except LogError as exc:  # purging is housekeeping: never fail a batch for it
+                log.warning("cannot purge %s/%d below %d: %s", topic, partition, offset, exc)
+                continue
+            self._purged[(topic, partition)] = offset
+
+    def sweep_committed(self, last_batch: int) -> int:
+        return 0  # no unsealed segments on Kafka: a losing attempt's transaction was aborted
+
+    def sweep(self, prefix: str, topics: Iterable[str] | None = None) -> int:
+        return 0
+
+    def _merge(
+        self, raw: dict[str, dict[str, Any]], internal_sinks: Sequence[str], writer: str
+    ) -> list[dict[str, Any]]:
+        return []  # repartition records are in Kafka already, in the order they committed
+
+    def _seal(self, prepare: PrepareRecord) -> None:
+        """Every task committed its transaction before the prepare: nothing to seal."""
+        self.app_dir.check_fence()
+        self.app_dir.create_seal(
+            SealRecord(prepare.batch, prepare.stage, self.epoch, prepare.attempt)
+        )
+
+    def close(self) -> None:
+        super().close()
+        if self._group is not None:
+            self._group.close()
+            self._group = None

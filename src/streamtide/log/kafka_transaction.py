@@ -1,0 +1,259 @@
+"""One Kafka transactional producer, with an outer deadline on every call that waits.
+
+``KafkaTransaction`` is what both exactly-once writers build on: ``write_topic``'s
+per-call writes (``kafka_once``) and the engine's per-task commits
+(``runtime.kafka_task_commit``). Creating one initialises its ``transactional.id``, which
+fences every earlier producer with that id: Kafka aborts a transaction it left open and
+refuses its later sends and its commit (``ProducerFencedError``). Leaving the ``with`` block
+(or ``close``) aborts a transaction that was not committed and abandons the producer.
+
+Every call that waits has an outer deadline, because a client can block past its own timeout
+after a broker restart (docs/kafka.md, "Broker behaviour that differs from Apache Kafka").
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from streamtide.log.api import LogRecord
+from streamtide.log.errors import LogError, LogUnavailableError, ProducerFencedError
+from streamtide.log.kafka_client import (
+    REQUIRED_PRODUCER,
+    client_config,
+    error_name,
+    log_client_error,
+    split_options,
+    translate,
+)
+
+#: How long the broker lets a transaction stay open (brokers that honour it abort it then).
+TRANSACTION_TIMEOUT_MS = 120_000
+#: Added to the log's timeout for the outer deadline of a call with its own timeout.
+GRACE_S = 5.0
+POLL_S = 0.02
+FENCED_ERRORS = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
+
+T = TypeVar("T")
+
+
+class KafkaTransaction:
+    """A transactional producer for ``transactional_id`` on the cluster of a ``KafkaLog``
+    (anything with ``bootstrap``, ``options`` and ``timeout_s``); ``where`` names what it
+    writes, for error messages. Initialised on creation (fencing earlier producers)."""
+
+    def __init__(self, log: Any, transactional_id: str, where: str) -> None:
+        from confluent_kafka import Producer
+
+        self.where = where
+        self.transactional_id = transactional_id
+        self.timeout_s = float(log.timeout_s)
+        client, _ = split_options(log.options)
+        if "transactional.id" in client:
+            raise LogError(
+                "the log option transactional.id is not allowed: Streamtide names its "
+                "transactional producers itself"
+            )
+        required = {**REQUIRED_PRODUCER, "transactional.id": transactional_id}
+        config = client_config(log.bootstrap, client, required)
+        config.setdefault("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS)
+        config["error_cb"] = self._on_error
+        self._fatal: Any = None
+        self._failures: list[tuple[str, int, Any]] = []
+        #: (topic, partition) -> offset of the last record acknowledged there
+        self.last_offsets: dict[tuple[str, int], int] = {}
+        self._last_offset = -1
+        self._open = False
+        self.producer = Producer(config)
+        init = self.producer.init_transactions
+        self.call(lambda: init(self.timeout_s), "initialising the transactions of")
+
+    def __enter__(self) -> KafkaTransaction:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.abort()
+        self.close()
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._open
+
+    def begin(self) -> None:
+        self._failures.clear()
+        self.last_offsets.clear()
+        self.producer.begin_transaction()
+        self._open = True
+
+    def send(self, topic: str, partition: int, record: LogRecord) -> None:
+        """Queue one record of the transaction; fails early once a send has failed."""
+        self.produce(topic, partition, record.key, record.value, record.timestamp, record.headers)
+
+    def produce(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int,
+        headers: Iterable[tuple[str, bytes]] | None = None,
+    ) -> None:
+        """``send`` without building a ``LogRecord`` (the engine's columns)."""
+        from confluent_kafka import KafkaException
+
+        if timestamp < 1:
+            raise LogError(
+                f"the Kafka log stores timestamps from 1 ms on, got {timestamp} for "
+                f"{topic}/{partition}"
+            )
+        header_list = list(headers) if headers else None
+        while True:
+            try:
+                self.producer.produce(
+                    topic,
+                    value=value,
+                    key=key,
+                    partition=partition,
+                    timestamp=timestamp,
+                    headers=header_list,
+                    on_delivery=self._delivered,
+                )
+                break
+            except BufferError:  # the client's queue is full: let it send
+                self.producer.poll(POLL_S)
+            except KafkaException as e:
+                raise self.error(e, f"writing to {topic}/{partition} in") from None
+        if self._fatal is not None or self._failures:
+            self._raise_failure()
+
+    def send_offsets(self, offsets: list[Any], group_metadata: Any) -> None:
+        """Add consumer-group offsets (``confluent_kafka.TopicPartition`` with metadata) to the
+        transaction: they commit with its records, or not at all."""
+        send = self.producer.send_offsets_to_transaction
+        self.call(lambda: send(offsets, group_metadata, self.timeout_s), "sending offsets in")
+
+    def commit(self) -> None:
+        """Flush what was sent and commit the transaction."""
+        self.flush()
+        commit = self.producer.commit_transaction
+        self.call(lambda: commit(self.timeout_s), "committing")
+        self._open = False
+
+    def commit_with(self, topic: str, partition: int, marker: LogRecord) -> int:
+        """Flush the records, send ``marker`` last (so its partition is in the transaction only
+        briefly) and commit; the marker's offset."""
+        self.flush()
+        self.send(topic, partition, marker)
+        self.commit()
+        return self._last_offset
+
+    def abort(self) -> None:
+        """Abort an open transaction (best effort: a fenced or unreachable producer's
+        transaction is aborted by the next ``init_transactions`` of its id)."""
+        if self._open:
+            self._open = False
+            try:
+                self.call(lambda: self.producer.abort_transaction(self.timeout_s), "aborting")
+            except LogError:
+                pass
+
+    def close(self) -> None:
+        """Drop what is still queued; the producer is not used again."""
+        self.producer.purge(in_queue=True, in_flight=True, blocking=False)
+
+    def flush(self) -> None:
+        """Wait until every queued record is acknowledged; fail on a failed send."""
+        flush = self.producer.flush
+        left = self.call(lambda: flush(self.timeout_s), "flushing")
+        if self._fatal is not None or self._failures:
+            self._raise_failure()
+        if left:
+            raise LogUnavailableError(
+                f"{self.where}: {left} record(s) unacknowledged after {self.timeout_s:g} s"
+            )
+
+    def call(self, call: Callable[[], T], what: str) -> T:
+        """``call()`` bounded by the log's timeout plus ``GRACE_S``; Kafka errors become
+        ``LogError``s (``ProducerFencedError`` when this producer was fenced)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            return bounded(call, self.timeout_s + GRACE_S, f"{what} {self.where}")
+        except (KafkaException, SystemError) as e:
+            # SystemError: the client may fail a call on a fatal error without attaching it.
+            raise self.error(e, what) from None
+
+    def error(self, exc: BaseException, what: str) -> LogError:
+        cause = kafka_error(exc)
+        if _name(cause) in FENCED_ERRORS or _name(self._fatal) in FENCED_ERRORS:
+            return ProducerFencedError(f"{what} {self.where}: a newer producer fenced this one")
+        if cause is None and self._fatal is not None:
+            return LogError(f"{what} {self.where}: {self._fatal}")
+        return translate(exc, f"{what} {self.where}")
+
+    def _raise_failure(self) -> None:
+        if self._failures:
+            topic, partition, error = self._failures[0]
+        else:
+            topic, partition, error = "", -1, self._fatal
+        where = f"writing to {topic}/{partition} in" if topic else "writing in"
+        if _name(error) in FENCED_ERRORS or _name(self._fatal) in FENCED_ERRORS:
+            raise ProducerFencedError(f"{where} {self.where}: a newer producer fenced this one")
+        raise LogError(f"{where} {self.where}: {error}")
+
+    def _delivered(self, error: Any, message: Any) -> None:
+        try:
+            if error is not None:
+                self._failures.append((message.topic(), message.partition(), error))
+            else:
+                offset = message.offset()
+                self._last_offset = offset
+                key = (message.topic(), message.partition())
+                if offset > self.last_offsets.get(key, -1):
+                    self.last_offsets[key] = offset
+        except SystemError as e:  # the client calls back with its fatal error still pending
+            self._fatal = self._fatal or kafka_error(e) or error
+
+    def _on_error(self, error: Any) -> None:
+        if error.fatal():
+            self._fatal = error
+        log_client_error(error)
+
+
+def bounded(call: Callable[[], T], timeout_s: float, what: str) -> T:
+    """``call()`` with an outer deadline: some client calls can block past their own timeout."""
+    outcome: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as e:  # handed to the caller
+            outcome.append((False, e))
+
+    thread = threading.Thread(target=run, name="streamtide-kafka-call", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if not outcome:
+        raise LogUnavailableError(f"{what}: no answer from Kafka within {timeout_s:g} s")
+    ok, value = outcome[0]
+    if ok:
+        return value  # type: ignore[no-any-return]
+    raise value
+
+
+def kafka_error(exc: BaseException | None) -> Any:
+    """The KafkaError an exception carries, also as the cause of the ``SystemError`` the client
+    raises when it calls back with an error pending; None if there is none."""
+    for _ in range(8):
+        if exc is None:
+            return None
+        if error_name(exc):
+            return exc.args[0]
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _name(error: Any) -> str:
+    name = getattr(error, "name", None)
+    return name() if callable(name) else ""

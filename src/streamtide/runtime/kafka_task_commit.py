@@ -1,0 +1,214 @@
+"""A task's commit on a Kafka log: its outputs, changelog and repartition records and its
+input offsets in one Kafka transaction (docs/kafka.md, "Running an application on Kafka").
+
+Each task has its own transactional producer, ``transactional.id = <application_id>-<task>``,
+created when the task opens in a work unit. Creating it fences every earlier producer of the
+task (a retried attempt, a zombie work unit, the work unit of a driver that was taken over):
+Kafka aborts what that producer left open and refuses its later sends and commit.
+
+Input offsets are committed to the consumer group ``<application_id>``, as Kafka Streams
+does; each offset's metadata holds the task's stream time, punctuation schedules and
+partition times, so Kafka alone says where a task stands. Before a run, ``decide`` compares
+what Kafka holds with the state the driver planned from: equal, the run goes ahead; past the
+run's ranges, an earlier attempt committed the run and its report was lost, so it commits
+nothing again. Under ``at_least_once`` records are appended and offsets committed after
+them, without a transaction: a failure between the two repeats the run's outputs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from streamtide.errors import FencedError, StreamtideError
+from streamtide.log.api import Log, LogRecord
+from streamtide.log.errors import ProducerFencedError
+from streamtide.log.kafka_group import Committed, GroupOffsets, topic_partitions
+from streamtide.log.kafka_transaction import KafkaTransaction
+from streamtide.runtime.committed import TaskCommittedState, offset_key
+
+#: Kafka's default ``offset.metadata.max.bytes``: the task state must fit in it.
+MAX_METADATA_BYTES = 4096
+
+
+class TaskCommitConflictError(StreamtideError):
+    """Kafka's committed offsets of a task are neither where its run starts nor past where it
+    ends: another instance of the application is processing the task."""
+
+
+def transactional_id(application_id: str, task_id: str) -> str:
+    """The ``transactional.id`` of a task's producer."""
+    return f"{application_id}-{task_id}"
+
+
+def encode_metadata(state: TaskCommittedState) -> str:
+    """The task state kept with each committed offset (everything but the offsets)."""
+    data = {
+        "stream_time": state.stream_time,
+        "schedules": state.schedules,
+        "partition_times": state.partition_times,
+    }
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    if len(text.encode()) > MAX_METADATA_BYTES:
+        raise StreamtideError(
+            f"the task state to commit with the offsets is {len(text.encode())} bytes, more "
+            f"than Kafka's offset metadata limit of {MAX_METADATA_BYTES} (too many punctuation "
+            "schedules?)"
+        )
+    return text
+
+
+def decode_state(
+    committed: dict[tuple[str, int], Committed], where: str
+) -> TaskCommittedState | None:
+    """The task state that committed offsets stand for (None: nothing committed yet)."""
+    if not committed:
+        return None
+    offsets = {offset_key(t, p): offset for (t, p), (offset, _) in committed.items()}
+    texts = [meta for _, meta in (committed[k] for k in sorted(committed)) if meta]
+    data: dict[str, Any] = {}
+    if texts:
+        try:
+            data = json.loads(texts[0])
+        except ValueError as exc:
+            raise StreamtideError(
+                f"{where}: the committed offset metadata {texts[0][:80]!r} is not a task state "
+                "written by Streamtide (another application uses this consumer group?)"
+            ) from exc
+    return TaskCommittedState.from_dict({**data, "offsets": offsets})
+
+
+class KafkaTaskCommit:
+    """Commits the runs of one task (see the module docstring)."""
+
+    def __init__(
+        self,
+        log: Log,
+        group: GroupOffsets,
+        application_id: str,
+        task_id: str,
+        source_partitions: Iterable[tuple[str, int]],
+        *,
+        exactly_once: bool = True,
+    ) -> None:
+        self.log = log
+        self.group = group
+        self.task_id = task_id
+        self.application_id = application_id
+        self.source_partitions = sorted(source_partitions)
+        self.where = f"task {task_id} of application {application_id!r}"
+        self.transaction: KafkaTransaction | None = None
+        if exactly_once:
+            try:
+                self.transaction = KafkaTransaction(
+                    log, transactional_id(application_id, task_id), self.where
+                )
+            except ProducerFencedError as exc:
+                raise self._fenced(exc) from exc
+
+    def committed_state(self) -> TaskCommittedState | None:
+        """What Kafka holds for the task (None: nothing committed yet)."""
+        return decode_state(self.group.committed(self.source_partitions), self.where)
+
+    def decide(
+        self, state: dict[str, Any], ranges: dict[str, list[int]]
+    ) -> TaskCommittedState | None:
+        """None when the run from ``state`` over ``ranges`` is still to do; the committed state
+        when an earlier attempt already committed it."""
+        found = self.committed_state() or TaskCommittedState()
+        planned = TaskCommittedState.from_dict(state)
+        if found == planned:
+            return None
+        partition = int(self.task_id.split("_")[1])
+        ends = {offset_key(topic, partition): int(end) for topic, (_, end) in ranges.items()}
+        if ends and all(found.offsets.get(key, -1) >= end for key, end in ends.items()):
+            return found
+        raise TaskCommitConflictError(
+            f"{self.where}: Kafka's committed offsets {found.offsets} are neither the run's "
+            f"start {planned.offsets} nor past its end {ends}; another instance of the "
+            "application is processing this task"
+        )
+
+    def commit(
+        self, pending: Iterable[tuple[str, int, Any]], state: TaskCommittedState
+    ) -> dict[tuple[str, int], int]:
+        """Write ``pending`` (``(topic, partition, columns)`` with ``keys``, ``values``,
+        ``timestamps``, ``headers`` lists) and commit ``state``'s offsets; returns the offset of
+        the last record written to each partition."""
+        metadata = encode_metadata(state)
+        offsets = {
+            (topic, p): (state.offsets[offset_key(topic, p)], metadata)
+            for topic, p in self.source_partitions
+            if offset_key(topic, p) in state.offsets
+        }
+        try:
+            if self.transaction is None:
+                return self._append_then_commit(pending, offsets)
+            return self._commit_transaction(pending, offsets)
+        except ProducerFencedError as exc:
+            raise self._fenced(exc) from exc
+
+    def _commit_transaction(
+        self, pending: Iterable[tuple[str, int, Any]], offsets: dict[tuple[str, int], Committed]
+    ) -> dict[tuple[str, int], int]:
+        txn = self.transaction
+        assert txn is not None
+        txn.begin()
+        for topic, partition, columns in pending:
+            for key, value, timestamp, headers in zip(
+                columns.keys, columns.values, columns.timestamps, columns.headers
+            ):
+                txn.produce(topic, partition, key, value, timestamp, headers)
+        if offsets:
+            txn.send_offsets(topic_partitions(offsets), self.group.group_metadata())
+        txn.commit()
+        written = dict(txn.last_offsets)
+        self._confirm(offsets)
+        return written
+
+    def _append_then_commit(
+        self, pending: Iterable[tuple[str, int, Any]], offsets: dict[tuple[str, int], Committed]
+    ) -> dict[tuple[str, int], int]:
+        written = {}
+        for topic, partition, columns in pending:
+            records = [
+                LogRecord(k, v, t, tuple(h) if h else ())
+                for k, v, t, h in zip(
+                    columns.keys, columns.values, columns.timestamps, columns.headers
+                )
+            ]
+            if records:
+                first = self.log.append(topic, partition, records)
+                # an idempotent producer's records of one append are contiguous
+                written[(topic, partition)] = first + len(records) - 1
+        if offsets:
+            self.group.commit(offsets)
+        return written
+
+    def _confirm(self, offsets: dict[tuple[str, int], Committed]) -> None:
+        """Read the committed offsets back: a broker restart can abort a transaction whose
+        commit the client then reports as successful."""
+        if not offsets:
+            return
+        found = self.group.committed(offsets)
+        lost = {k: v for k, v in offsets.items() if found.get(k) != v}
+        if lost:
+            raise StreamtideError(
+                f"{self.where}: the transaction's commit was reported, but Kafka does not hold "
+                f"its offsets {sorted(lost)} (the broker aborted it); the run is retried"
+            )
+
+    def _fenced(self, exc: BaseException) -> FencedError:
+        return FencedError(
+            f"{self.where}: Kafka fenced its transactional producer "
+            f"{transactional_id(self.application_id, self.task_id)!r}: another instance of the "
+            f"application took the task over ({exc})"
+        )
+
+    def close(self) -> None:
+        """Abort an open transaction and drop the producer."""
+        if self.transaction is not None:
+            self.transaction.abort()
+            self.transaction.close()
+            self.transaction = None
