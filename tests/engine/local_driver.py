@@ -10,6 +10,7 @@ from typing import Any
 from streamtide.config import StreamsConfig
 from streamtide.engine.app_dir import AppDirectory, app_dir_for
 from streamtide.engine.committer import BatchCommitter, StageResult
+from streamtide.engine.kafka_committer import KafkaBatchCommitter
 from streamtide.engine.plan import Stage, make_plan
 from streamtide.engine.protocol import CommitRecord, Ranges, resume_batch
 from streamtide.log import open_log
@@ -26,11 +27,14 @@ class LocalDriver:
 
     def __init__(self, topology: Topology, config: StreamsConfig) -> None:
         self.topology, self.config = topology, config
-        self.log = open_log(config.log)
+        self.log = open_log(config.log, **config.log_options)
         self.stages = make_plan(topology, config, self.log)
         self.app_dir = AppDirectory(app_dir_for(config), config.application_id)
-        self.committer = BatchCommitter(self.app_dir, self.log, config.application_id)
+        committer = KafkaBatchCommitter if self.log.transactional else BatchCommitter
+        self.committer = committer(self.app_dir, self.log, config.application_id)
         last = self.committer.start()
+        if isinstance(self.committer, KafkaBatchCommitter):
+            self.committer.fence_tasks(t for stage in self.stages for t in stage.task_ids)
         self.batch = resume_batch(last)
         self.states: dict[str, dict[str, Any]] = dict(last.tasks) if last else {}
 
@@ -79,6 +83,14 @@ class LocalDriver:
         raise AssertionError("did not catch up")
 
     def _fix_ranges(self, stage: Stage) -> tuple[Ranges, dict[str, str]]:
+        if isinstance(self.committer, KafkaBatchCommitter):  # Kafka holds the task states
+            sources = {
+                t: [(topic, int(t.split("_")[1])) for topic in stage.source_topics]
+                for t in stage.task_ids
+            }
+            found = self.committer.committed_states(sources)
+            for task in stage.task_ids:
+                self.states[task] = found[task].to_dict() if task in found else {}
         ranges: Ranges = {}
         for task in stage.task_ids:
             partition = int(task.split("_")[1])

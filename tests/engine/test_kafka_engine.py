@@ -7,12 +7,14 @@ from __future__ import annotations
 import pytest
 
 from streamtide import StreamsApp
+from streamtide.errors import FencedError
 from tests.engine.scenarios import (
     SCENARIOS,
     engine_config,
     engine_outputs,
     expected_outputs,
     make_events,
+    session_topology,
     write_events,
 )
 
@@ -43,3 +45,47 @@ def test_engine_output_equals_driver_output_on_kafka(spark, kafka_url, tmp_path,
         status = app.status()
         assert status["last_batch"] == progress[-1].batch
         assert all(p["lag"] == 0 for p in status["partitions"]) and status["partitions"]
+
+
+def test_a_second_driver_with_the_same_directory_fences_the_first(
+    spark, kafka_url, tmp_path
+) -> None:
+    events = kafka_events(200, seed=21)
+    write_events(kafka_url, events)
+    config = engine_config(kafka_url, str(tmp_path / "state"), app="kafka-fence")
+    first = StreamsApp(session_topology(), config, spark=spark)
+    first.run_batch()
+    second = StreamsApp(session_topology(), config, spark=spark)
+    second.run_batch()
+    with pytest.raises(FencedError, match="another instance of application 'kafka-fence'"):
+        first.run_batch()
+    first.stop()
+    second.run_until_caught_up(timeout=300)
+    second.stop()
+    assert engine_outputs(kafka_url, "session") == expected_outputs("session", events)
+
+
+def test_drivers_on_different_machines_are_fenced_through_kafka(spark, kafka_url, tmp_path) -> None:
+    """Two drivers that share no application directory (as on two machines): the newer one
+    fences the older through Kafka, and every output is there exactly once."""
+    events = kafka_events(200, seed=23)
+    write_events(kafka_url, events)
+
+    def config(machine: str):
+        return engine_config(
+            kafka_url,
+            str(tmp_path / machine),
+            app="kafka-machines",
+            execution="micro_batch",  # both drivers share this test's Spark cores
+        )
+
+    first = StreamsApp(session_topology(), config("one"), spark=spark)
+    first.run_batch()
+    second = StreamsApp(session_topology(), config("two"), spark=spark)
+    second.run_batch()
+    with pytest.raises(FencedError, match="Kafka fenced this driver's producer"):
+        first.run_batch()
+    first.stop()
+    second.run_until_caught_up(timeout=300)
+    second.stop()
+    assert engine_outputs(kafka_url, "session") == expected_outputs("session", events)

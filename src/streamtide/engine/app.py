@@ -61,7 +61,7 @@ from streamtide.engine.sources import SourcePosition, input_start
 from streamtide.engine.status import read_status
 from streamtide.engine.topology_names import check_resource_names
 from streamtide.engine.worker import make_work
-from streamtide.errors import ConfigError, InvalidStateStoreError, StreamtideError
+from streamtide.errors import ConfigError, FencedError, InvalidStateStoreError, StreamtideError
 from streamtide.log import open_log
 from streamtide.processor.punctuation import is_wall_clock_schedule
 from streamtide.processor.topology import Topology
@@ -377,6 +377,8 @@ class StreamsApp:
         batch = self._next_batch
         started = time.perf_counter()
         progress = BatchProgress(batch)
+        if isinstance(self.committer, KafkaBatchCommitter):
+            self.committer.check_fence(batch)  # a newer driver took over: stop before work
         executors = self._live_executors()
         assignment = self._assign(executors)
         self._executors, self._assignment = executors, assignment
@@ -835,6 +837,12 @@ class StreamsApp:
                 return done
             failure = failures[0]
             last_error, cause = rebuild(failure), RemoteTraceback(failure["trace"])
+            if self.kafka and isinstance(last_error, FencedError):
+                # a task's producer was fenced: by a newer driver (then this check raises),
+                # or by an older one that reopened the task (then the retry takes it back)
+                self.committer.check_fence()
+                previous = None
+                continue
             if failure["fatal"] or (previous and signature(previous) == signature(failure)):
                 raise last_error from cause  # retrying cannot help: report it once
             previous = failure

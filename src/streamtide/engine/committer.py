@@ -253,6 +253,10 @@ class BatchCommitter:
             self._seal_pool.shutdown()
             self._seal_pool = None
 
+    def check_fence(self) -> None:
+        """Raise ``FencedError`` if another instance of the application took over."""
+        self.app_dir.check_fence()
+
     def commit(self, record: CommitRecord) -> CommitRecord:
         """Record the batch's commit (or adopt the one an older driver recorded first)."""
         return self.app_dir.create_commit(record)

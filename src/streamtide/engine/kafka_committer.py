@@ -15,11 +15,24 @@ happened, and Kafka's committed offsets of the group ``<application_id>`` are th
   transaction whose producer died, and readers of its partitions would wait for it);
 - after each batch the repartition records every consumer has committed are purged with
   ``delete_records``, as Kafka Streams does.
+
+Drivers are fenced through Kafka too, so that two drivers of one application on different
+machines (each with its own application directory) cannot both go on: a starting driver
+initialises the transactional id ``<application_id>-driver``, and every batch begins by
+writing a small record in a transaction of that producer to ``_streamtide-drivers``. An older
+driver's producer is fenced, so its next batch (or its check after one of its tasks was
+fenced) fails with ``FencedError``. A driver whose task was fenced while its own producer was
+not (the older driver reopened the task) retries the stage instead: its new producer fences
+the older one's.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import socket
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -28,13 +41,17 @@ from streamtide.engine.committer import BatchCommitter
 from streamtide.engine.protocol import CommitRecord, PrepareRecord, SealRecord
 from streamtide.errors import FencedError
 from streamtide.log.api import Log
-from streamtide.log.errors import LogError, ProducerFencedError
+from streamtide.log.errors import LogError, ProducerFencedError, TopicExistsError
 from streamtide.log.kafka_group import GroupOffsets
 from streamtide.log.kafka_transaction import KafkaTransaction
 from streamtide.runtime.committed import TaskCommittedState
 from streamtide.runtime.kafka_task_commit import decode_state, transactional_id
 
 log = logging.getLogger(__name__)
+
+#: Where drivers record their batch commits, in transactions that fence older drivers.
+DRIVERS_TOPIC = "_streamtide-drivers"
+DRIVERS_CONFIGS = {"cleanup.policy": "compact"}
 
 
 class KafkaBatchCommitter(BatchCommitter):
@@ -44,6 +61,8 @@ class KafkaBatchCommitter(BatchCommitter):
         super().__init__(app_dir, log_, application_id)
         self._group: GroupOffsets | None = None
         self._purged: dict[tuple[str, int], int] = {}
+        self._fence: KafkaTransaction | None = None
+        self._driver = f"{socket.gethostname()}:{os.getpid()}"
 
     @property
     def group(self) -> GroupOffsets:
@@ -52,9 +71,41 @@ class KafkaBatchCommitter(BatchCommitter):
         return self._group
 
     def start(self) -> CommitRecord | None:
-        """Take a new epoch; the tasks' producers are fenced by ``fence_tasks``."""
+        """Take a new epoch here and in Kafka (fencing older drivers' producers); the tasks'
+        producers are fenced by ``fence_tasks``."""
         self.app_dir.take_epoch()
+        if not self.log.has_topic(DRIVERS_TOPIC):
+            try:
+                self.log.create_topic(DRIVERS_TOPIC, 1, configs=DRIVERS_CONFIGS)
+            except TopicExistsError:
+                pass  # created concurrently
+        where = f"the driver of application {self.application_id!r}"
+        self._fence = KafkaTransaction(self.log, f"{self.application_id}-driver", where)
         return self.app_dir.last_committed()
+
+    def check_fence(self, batch: int | None = None) -> None:
+        """The application directory's check, then a transaction of this driver's fencing
+        producer: ``FencedError`` if a newer driver initialised it."""
+        super().check_fence()
+        if self._fence is None:
+            return
+        value = {"driver": self._driver, "epoch": self.epoch, "batch": batch}
+        try:
+            self._fence.begin()
+            self._fence.produce(
+                DRIVERS_TOPIC,
+                0,
+                self.application_id.encode(),
+                json.dumps(value).encode(),
+                int(time.time() * 1000),
+            )
+            self._fence.commit()
+        except ProducerFencedError as exc:
+            raise FencedError(
+                f"another instance of application {self.application_id!r} took over (Kafka "
+                f"fenced this driver's producer): this one stops ({exc})"
+            ) from exc
+
 
     def fence_tasks(self, task_ids: Iterable[str]) -> None:
         """Initialise the transactional id of every task: earlier producers of the tasks are
@@ -117,6 +168,9 @@ class KafkaBatchCommitter(BatchCommitter):
 
     def close(self) -> None:
         super().close()
+        if self._fence is not None:
+            self._fence.close()
+            self._fence = None
         if self._group is not None:
             self._group.close()
             self._group = None
