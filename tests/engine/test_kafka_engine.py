@@ -4,6 +4,8 @@ test driver's output, record for record."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from streamtide import StreamsApp
@@ -17,6 +19,7 @@ from tests.engine.scenarios import (
     session_topology,
     write_events,
 )
+from tests.engine.test_exactly_once import expected_pass_through, pass_through
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -89,3 +92,35 @@ def test_drivers_on_different_machines_are_fenced_through_kafka(spark, kafka_url
     second.run_until_caught_up(timeout=300)
     second.stop()
     assert engine_outputs(kafka_url, "session") == expected_outputs("session", events)
+
+
+@pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
+@pytest.mark.parametrize("how", ["raise", "kill"])
+def test_a_failed_attempt_on_kafka_is_retried_and_nothing_is_missing(
+    spark, kafka_url, tmp_path, how, guarantee
+) -> None:
+    """A task attempt raises, or its Python worker dies, mid-batch; the retried batch
+    commits each task's run once (a task whose run committed before the failure finds it
+    committed and commits nothing again)."""
+    events = [(u, v, ts) for u, v, ts in kafka_events(150, seed=3) if "n" in v]
+    events = [(u, {**v, "n": i}, ts) for i, (u, v, ts) in enumerate(events)]
+    write_events(kafka_url, events)
+    marker = str(tmp_path / "failed-once")
+    config = engine_config(
+        kafka_url,
+        str(tmp_path / "state"),
+        app=f"kafka-fail-{how}-{guarantee}",
+        processing_guarantee=guarantee,
+    )
+    app = StreamsApp(pass_through(marker, at=100, how=how), config, spark=spark)
+    app.run_until_caught_up(timeout=300)
+    app.stop()
+    assert os.path.exists(marker), "the failure was injected"
+    outputs = engine_outputs(kafka_url, "dedup")
+    expected = expected_pass_through(events)
+    if guarantee == "exactly_once":
+        assert outputs == expected
+    else:  # every record is there, once or (after a failure) more often
+        for partition, rows in expected.items():
+            got = outputs[partition]
+            assert [r for i, r in enumerate(got) if r not in got[:i]] == rows

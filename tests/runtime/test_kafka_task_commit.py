@@ -1,0 +1,106 @@
+"""A task's commit on Kafka: decisions from the committed offsets, fencing, and transactions
+a dead producer left open (on the test broker)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from streamtide.errors import StreamtideError
+from streamtide.log import ProducerFencedError, open_log
+from streamtide.log.kafka_group import GroupOffsets
+from streamtide.runtime.committed import TaskCommittedState
+from streamtide.runtime.kafka_task_commit import (
+    KafkaTaskCommit,
+    TaskCommitConflictError,
+    decode_state,
+    encode_metadata,
+)
+from tests.kafka_broker import KAFKA_TEST_OPTIONS
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.fixture
+def klog(kafka_url):
+    log = open_log(kafka_url, **KAFKA_TEST_OPTIONS)
+    log.create_topic("in", 2)
+    log.create_topic("out", 1)
+    yield log
+    log.close()
+
+
+def columns(*values: bytes) -> SimpleNamespace:
+    return SimpleNamespace(
+        keys=[b"k"] * len(values),
+        values=list(values),
+        timestamps=[1_000 + i for i in range(len(values))],
+        headers=[()] * len(values),
+    )
+
+
+def task_commit(log, group, app="app") -> KafkaTaskCommit:
+    return KafkaTaskCommit(log, group, app, "0_1", [("in", 1)])
+
+
+def test_a_run_is_done_once_and_found_committed_after(klog) -> None:
+    group = GroupOffsets(klog, "app")
+    commit = task_commit(klog, group)
+    start = TaskCommittedState()
+    assert commit.decide(start.to_dict(), {"in": [0, 5]}) is None  # nothing committed: run
+    done = TaskCommittedState({"in:1": 5}, stream_time=1_004, schedules={"s": 2_000})
+    written = commit.commit([("out", 0, columns(b"a", b"b"))], done)
+    assert written == {("out", 0): 1}
+    # the same run again (its report was lost): committed already, with the whole state
+    assert commit.decide(start.to_dict(), {"in": [0, 5]}) == done
+    assert commit.decide(done.to_dict(), {"in": [5, 9]}) is None  # the next run goes ahead
+    with pytest.raises(TaskCommitConflictError, match="another instance"):  # Kafka is behind
+        commit.decide(TaskCommittedState({"in:1": 7}).to_dict(), {"in": [7, 9]})
+    with pytest.raises(TaskCommitConflictError, match="another instance"):  # inside the range
+        commit.decide(TaskCommittedState({"in:1": 3}).to_dict(), {"in": [3, 8]})
+    assert [r.value for r in klog.read("out", 0)] == [b"a", b"b"]
+    commit.close()
+    group.close()
+
+
+def test_a_transaction_a_dead_producer_left_open_is_aborted_by_the_next_one(klog) -> None:
+    group = GroupOffsets(klog, "app")
+    dead = task_commit(klog, group)
+    txn = dead.transaction
+    txn.begin()  # a work unit that dies mid-commit: records sent, no commit, no abort
+    txn.produce("out", 0, b"k", b"never", 1_000)
+    txn.flush()
+    assert klog.end_offset("out", 0) == 0  # readers wait at the open transaction
+    again = task_commit(klog, group)  # the task opens elsewhere: fences and aborts
+    again.commit([("out", 0, columns(b"once"))], TaskCommittedState({"in:1": 3}))
+    assert [r.value for r in klog.read("out", 0)] == [b"once"]
+    with pytest.raises(ProducerFencedError, match="fenced"):  # the zombie goes on: refused
+        txn.produce("out", 0, b"k", b"zombie", 1_001)
+        txn.commit()
+    assert [r.value for r in klog.read("out", 0)] == [b"once"]
+    assert again.committed_state() == TaskCommittedState({"in:1": 3})
+    again.close()
+    group.close()
+
+
+def test_at_least_once_appends_then_commits_without_a_transaction(klog) -> None:
+    group = GroupOffsets(klog, "app-alo")
+    commit = KafkaTaskCommit(klog, group, "app-alo", "0_1", [("in", 1)], exactly_once=False)
+    assert commit.transaction is None
+    written = commit.commit([("out", 0, columns(b"x", b"y"))], TaskCommittedState({"in:1": 2}))
+    assert written == {("out", 0): 1}
+    assert commit.committed_state() == TaskCommittedState({"in:1": 2})
+    group.close()
+
+
+def test_the_task_state_travels_in_the_offset_metadata() -> None:
+    state = TaskCommittedState({"t:0": 7}, 99, {"p:1": 5}, {"t:0": 98})
+    text = encode_metadata(state)
+    assert decode_state({("t", 0): (7, text)}, "task 0_0") == state
+    assert decode_state({}, "task 0_0") is None
+    with pytest.raises(StreamtideError, match="not a task state written by Streamtide"):
+        decode_state({("t", 0): (7, "{oops")}, "task 0_0")
+    many = TaskCommittedState(schedules={f"schedule-{i}": i for i in range(400)})
+    with pytest.raises(StreamtideError, match="offset metadata limit"):
+        encode_metadata(many)
