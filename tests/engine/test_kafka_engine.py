@@ -5,11 +5,12 @@ test driver's output, record for record."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
 from streamtide import StreamsApp
-from streamtide.errors import FencedError
+from streamtide.errors import FencedError, StreamtideError
 from tests.engine.scenarios import (
     SCENARIOS,
     engine_config,
@@ -20,6 +21,7 @@ from tests.engine.scenarios import (
     write_events,
 )
 from tests.engine.test_exactly_once import expected_pass_through, pass_through
+from tests.kafka_broker import BrokerUnavailable, start_broker
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -124,3 +126,40 @@ def test_a_failed_attempt_on_kafka_is_retried_and_nothing_is_missing(
         for partition, rows in expected.items():
             got = outputs[partition]
             assert [r for i, r in enumerate(got) if r not in got[:i]] == rows
+
+
+def test_a_broker_restart_during_a_run_loses_nothing(spark, tmp_path) -> None:
+    """The broker stops (SIGTERM) and comes back on the same port while the application
+    runs: the application retries through it or stops with a clear error, and a rerun
+    finishes with every output exactly once."""
+    try:
+        broker = start_broker(tmp_path / "broker")
+    except BrokerUnavailable as exc:
+        pytest.skip(f"the Kafka test broker cannot start here: {exc}")
+    try:
+        events = kafka_events(300, seed=31)
+        thirds = [events[:100], events[100:200], events[200:]]
+        write_events(broker.url, thirds[0])
+        config = engine_config(
+            broker.url, str(tmp_path / "state"), app="kafka-restart", commit_interval=100
+        )
+        app = StreamsApp(session_topology(), config, spark=spark).start()
+        app.run_until_caught_up(timeout=120)
+        write_events(broker.url, thirds[1])
+        time.sleep(0.3)  # a batch is likely under way
+        broker.stop()
+        time.sleep(7)  # longer than a record may wait for its acknowledgement
+        broker = start_broker(broker.data_dir, port=broker.port)
+        write_events(broker.url, thirds[2])
+        try:
+            app.run_until_caught_up(timeout=180)
+            outcome = "retried through the restart"
+        except (StreamtideError, TimeoutError) as exc:
+            outcome = f"stopped: {exc}"
+        app.stop()
+        rerun = StreamsApp(session_topology(), config, spark=spark)
+        rerun.run_until_caught_up(timeout=180)
+        rerun.stop()
+        assert engine_outputs(broker.url, "session") == expected_outputs("session", events), outcome
+    finally:
+        broker.stop()

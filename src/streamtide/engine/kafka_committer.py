@@ -106,7 +106,6 @@ class KafkaBatchCommitter(BatchCommitter):
                 f"fenced this driver's producer): this one stops ({exc})"
             ) from exc
 
-
     def fence_tasks(self, task_ids: Iterable[str]) -> None:
         """Initialise the transactional id of every task: earlier producers of the tasks are
         fenced and what they left open is aborted."""

@@ -14,6 +14,7 @@ after a broker restart (docs/kafka.md, "Broker behaviour that differs from Apach
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -30,10 +31,18 @@ from streamtide.log.kafka_client import (
 
 #: How long the broker lets a transaction stay open (brokers that honour it abort it then).
 TRANSACTION_TIMEOUT_MS = 120_000
+#: How long a record may wait for its acknowledgement. Short, so that records queued while
+#: the brokers are unreachable fail (and their transaction is aborted) instead of being sent
+#: into a transaction that a broker restart already ended; some brokers then keep such a
+#: transaction open for good (docs/kafka.md). A run whose records time out is retried.
+MESSAGE_TIMEOUT_MS = 5_000
 #: Added to the log's timeout for the outer deadline of a call with its own timeout.
 GRACE_S = 5.0
 POLL_S = 0.02
 FENCED_ERRORS = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH"})
+#: Client errors after which an open transaction is given up: the brokers went away, and a
+#: restart may already have aborted it (docs/kafka.md).
+CONNECTION_LOST = frozenset({"_TRANSPORT", "_ALL_BROKERS_DOWN"})
 
 T = TypeVar("T")
 
@@ -58,8 +67,10 @@ class KafkaTransaction:
         required = {**REQUIRED_PRODUCER, "transactional.id": transactional_id}
         config = client_config(log.bootstrap, client, required)
         config.setdefault("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS)
+        config.setdefault("message.timeout.ms", MESSAGE_TIMEOUT_MS)
         config["error_cb"] = self._on_error
         self._fatal: Any = None
+        self._lost: Any = None  # the connection error that broke the open transaction
         self._failures: list[tuple[str, int, Any]] = []
         #: (topic, partition) -> offset of the last record acknowledged there
         self.last_offsets: dict[tuple[str, int], int] = {}
@@ -81,6 +92,11 @@ class KafkaTransaction:
         return self._open
 
     def begin(self) -> None:
+        if self._lost is not None:
+            raise LogUnavailableError(
+                f"{self.where}: the connection to Kafka broke during an earlier transaction "
+                f"({self._lost}); this producer is not used again"
+            )
         self._failures.clear()
         self.last_offsets.clear()
         self.producer.begin_transaction()
@@ -124,12 +140,13 @@ class KafkaTransaction:
                 self.producer.poll(POLL_S)
             except KafkaException as e:
                 raise self.error(e, f"writing to {topic}/{partition} in") from None
-        if self._fatal is not None or self._failures:
+        if self._fatal is not None or self._failures or self._lost is not None:
             self._raise_failure()
 
     def send_offsets(self, offsets: list[Any], group_metadata: Any) -> None:
         """Add consumer-group offsets (``confluent_kafka.TopicPartition`` with metadata) to the
         transaction: they commit with its records, or not at all."""
+        self.flush()  # the records first: nothing of them is sent after a broker restart
         send = self.producer.send_offsets_to_transaction
         self.call(lambda: send(offsets, group_metadata, self.timeout_s), "sending offsets in")
 
@@ -166,7 +183,7 @@ class KafkaTransaction:
         """Wait until every queued record is acknowledged; fail on a failed send."""
         flush = self.producer.flush
         left = self.call(lambda: flush(self.timeout_s), "flushing")
-        if self._fatal is not None or self._failures:
+        if self._fatal is not None or self._failures or self._lost is not None:
             self._raise_failure()
         if left:
             raise LogUnavailableError(
@@ -179,7 +196,12 @@ class KafkaTransaction:
         from confluent_kafka import KafkaException
 
         try:
-            return bounded(call, self.timeout_s + GRACE_S, f"{what} {self.where}")
+            return bounded(
+                call,
+                self.timeout_s + GRACE_S,
+                f"{what} {self.where}",
+                give_up=lambda: self._lost is not None and self._open,
+            )
         except (KafkaException, SystemError) as e:
             # SystemError: the client may fail a call on a fatal error without attaching it.
             raise self.error(e, what) from None
@@ -193,6 +215,11 @@ class KafkaTransaction:
         return translate(exc, f"{what} {self.where}")
 
     def _raise_failure(self) -> None:
+        if self._lost is not None and self._open and not self._failures:
+            raise LogUnavailableError(
+                f"{self.where}: the connection to Kafka broke during the transaction "
+                f"({self._lost}); it is given up"
+            )
         if self._failures:
             topic, partition, error = self._failures[0]
         else:
@@ -218,11 +245,19 @@ class KafkaTransaction:
     def _on_error(self, error: Any) -> None:
         if error.fatal():
             self._fatal = error
+        elif self._open and _name(error) in CONNECTION_LOST:
+            self._lost = error
         log_client_error(error)
 
 
-def bounded(call: Callable[[], T], timeout_s: float, what: str) -> T:
-    """``call()`` with an outer deadline: some client calls can block past their own timeout."""
+def bounded(
+    call: Callable[[], T],
+    timeout_s: float,
+    what: str,
+    give_up: Callable[[], bool] | None = None,
+) -> T:
+    """``call()`` with an outer deadline: some client calls can block past their own timeout.
+    ``give_up()`` (asked while waiting) ends the wait early with ``LogUnavailableError``."""
     outcome: list[tuple[bool, Any]] = []
 
     def run() -> None:
@@ -233,7 +268,11 @@ def bounded(call: Callable[[], T], timeout_s: float, what: str) -> T:
 
     thread = threading.Thread(target=run, name="streamtide-kafka-call", daemon=True)
     thread.start()
-    thread.join(timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while thread.is_alive() and time.monotonic() < deadline:
+        thread.join(min(POLL_S * 5, max(0.0, deadline - time.monotonic())))
+        if not outcome and give_up is not None and give_up():
+            raise LogUnavailableError(f"{what}: the connection to Kafka broke")
     if not outcome:
         raise LogUnavailableError(f"{what}: no answer from Kafka within {timeout_s:g} s")
     ok, value = outcome[0]
