@@ -11,6 +11,7 @@ from streamtide import Serdes, StreamsApp, StreamsConfig
 from streamtide.cli import demo_app
 from streamtide.log import open_log
 from streamtide.testing import TopologyTestDriver
+from tests.engine.scenarios import log_options_for
 
 pytestmark = pytest.mark.spark
 WINDOWED = Serdes.session_windowed(Serdes.string())  # what the demo writes
@@ -27,15 +28,25 @@ def session_table(pairs) -> dict:
     return table
 
 
-@pytest.mark.parametrize("one_job", [True, False], ids=["one-job-per-batch", "job-per-stage"])
-def test_demo_engine_equals_driver(spark, tmp_path, one_job) -> None:
+@pytest.mark.parametrize(
+    "one_job,on_kafka",
+    [
+        (True, False),
+        (False, False),
+        pytest.param(True, True, marks=pytest.mark.kafka),  # repartitions merged by writer
+    ],
+    ids=["one-job-per-batch", "job-per-stage", "kafka"],
+)
+def test_demo_engine_equals_driver(spark, tmp_path, request, one_job, on_kafka) -> None:
     events = demo_app.generate_clicks(users=25, seed=11)
-    url = f"file://{tmp_path / 'log'}"
-    log = open_log(url)
+    url = request.getfixturevalue("kafka_url") if on_kafka else f"file://{tmp_path / 'log'}"
+    options = log_options_for(url)
+    log = open_log(url, **options)
     demo_app.write_clicks(log, events)
     config = StreamsConfig(
         application_id="clickstats",
         log=url,
+        log_options=options,
         state_dir=str(tmp_path / "state"),
         max_records_per_batch=90,
         cache_enabled=True,

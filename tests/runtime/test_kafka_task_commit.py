@@ -104,3 +104,25 @@ def test_the_task_state_travels_in_the_offset_metadata() -> None:
     many = TaskCommittedState(schedules={f"schedule-{i}": i for i in range(400)})
     with pytest.raises(StreamtideError, match="offset metadata limit"):
         encode_metadata(many)
+
+
+def test_repartition_records_are_read_merged_by_timestamp_keeping_each_writers_order() -> None:
+    from streamtide.log.api import LogRecord
+    from streamtide.log.segments import headers_to_python, to_table, with_offsets
+    from streamtide.runtime.repartition_order import SOURCE_HEADER, merge_by_writer
+
+    def rec(value: bytes, ts: int, writer: bytes, extra=()) -> LogRecord:
+        return LogRecord(b"k", value, ts, (*extra, (SOURCE_HEADER, writer)))
+
+    # task 0_1's block, then task 0_0's, as two transactions leave them in a partition
+    rows = [
+        rec(b"b1", 10, b"0_1"),
+        rec(b"b2", 5, b"0_1", (("h", b"x"),)),  # out of order within its writer: kept after b1
+        rec(b"a1", 7, b"0_0"),
+        rec(b"a2", 10, b"0_0"),
+    ]
+    table = with_offsets(to_table(rows), 0)
+    merged = merge_by_writer(table)
+    assert merged.column("value").to_pylist() == [b"a1", b"a2", b"b1", b"b2"]
+    assert headers_to_python(merged.column("headers")) == [(), (), (), (("h", b"x"),)]
+    assert merged.column("offset").to_pylist() == [2, 3, 0, 1]

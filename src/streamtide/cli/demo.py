@@ -7,6 +7,7 @@ import shutil
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -29,33 +30,69 @@ from streamtide.cli.common import reports_errors
     show_default=True,
     help="max_records_per_batch: small, so the demo shows several batches.",
 )
+@click.option(
+    "--kafka",
+    is_flag=True,
+    help="Run on a local Kafka-protocol broker (noida-db, a development dependency) instead "
+    "of the embedded log.",
+)
 @reports_errors
-def demo(directory: str, users: int, master: str, batch_size: int) -> None:
+def demo(directory: str, users: int, master: str, batch_size: int, kafka: bool) -> None:
     """Deduplicate a clickstream, count user sessions and summarize pages per minute."""
     from rich.console import Console
-
-    from streamtide import StreamsConfig
-    from streamtide.cli import demo_app
-    from streamtide.engine.app import StreamsApp
-    from streamtide.log import open_log
 
     console = Console()
     logging.basicConfig(level=logging.WARNING)
     root = Path(directory).resolve()
     shutil.rmtree(root, ignore_errors=True)
-    log = open_log(f"file://{root / 'log'}")
+    if not kafka:
+        _run(console, root, f"file://{root / 'log'}", {}, users, master, batch_size)
+        return
+    from streamtide.testing.kafka_broker import start_broker
+
+    console.print("starting a local Kafka-protocol broker (noida-db) ...")
+    broker = start_broker(root / "kafka")
+    try:
+        console.print(f"broker on {broker.bootstrap}, data in {root / 'kafka'}")
+        # the demo's clicks carry 1970 timestamps: keep them (no time retention)
+        _run(console, root, broker.url, KAFKA_DEMO_OPTIONS, users, master, batch_size)
+    finally:
+        broker.stop()
+
+
+#: Topic settings of the demo's Kafka topics: its clicks are timestamped from 1970 on, which
+#: Kafka's default time retention (7 days) would delete at once.
+KAFKA_DEMO_OPTIONS = {"topic.retention.ms": "-1"}
+
+
+def _run(
+    console: Any,
+    root: Path,
+    url: str,
+    options: dict[str, str],
+    users: int,
+    master: str,
+    batch_size: int,
+) -> None:
+    from streamtide import StreamsConfig
+    from streamtide.cli import demo_app
+    from streamtide.engine.app import StreamsApp
+    from streamtide.log import open_log
+
+    log = open_log(url, **options)
     events = demo_app.generate_clicks(users)
     demo_app.write_clicks(log, events)
     distinct = len({e["event_id"] for _, e in events})
     console.print(
         f"[bold]Streamtide demo[/]: wrote {len(events)} clicks ({len(events) - distinct} resent) "
-        f"of {users} users to topic [cyan]clicks[/] in {root / 'log'}"
+        f"of {users} users to topic [cyan]clicks[/] in {url}"
     )
     topology = demo_app.build_topology()
     console.print(str(topology.describe()), style="dim", markup=False, highlight=False)
     config = StreamsConfig(
         application_id="clickstats",
-        log=f"file://{root / 'log'}",
+        log=url,
+        log_options=options,
         state_dir=str(root / "state"),
         max_records_per_batch=batch_size,
         cache_enabled=True,
@@ -70,10 +107,12 @@ def demo(directory: str, users: int, master: str, batch_size: int) -> None:
         app.stop()
     elapsed = time.perf_counter() - started
     _show(console, log, progress, elapsed, len(events), distinct)
-    console.print(
-        f"Inspect it yourself: streamtide consume session-counts --log file://{root / 'log'} "
-        "--from-beginning --max 5"
-    )
+    if url.startswith("file://"):
+        console.print(
+            f"Inspect it yourself: streamtide consume session-counts --log {url} "
+            "--from-beginning --max 5"
+        )
+    log.close()
 
 
 def _show(console, log, progress, elapsed: float, events: int, distinct: int) -> None:

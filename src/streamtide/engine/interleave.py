@@ -10,25 +10,13 @@ into one before sealing: a k-way merge by timestamp that keeps each task's own o
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
 
 from streamtide.log.api import Log, SegmentRef
-
-
-def merge_order(timestamps: list[list[int]]) -> list[tuple[int, int]]:
-    """(source, row) pairs in merged order: the lowest head timestamp first, ties to the
-    lower source; each source's rows stay in their own order."""
-    streams = [_tagged(source, column) for source, column in enumerate(timestamps)]
-    return [(source, row) for _, source, row in heapq.merge(*streams)]
-
-
-def _tagged(source: int, column: list[int]) -> Iterator[tuple[int, int, int]]:
-    for row, ts in enumerate(column):
-        yield ts, source, row
+from streamtide.runtime.repartition_order import merge_order
 
 
 def interleave_segments(

@@ -27,6 +27,7 @@ from streamtide.log.errors import ProducerFencedError
 from streamtide.log.kafka_group import Committed, GroupOffsets, topic_partitions
 from streamtide.log.kafka_transaction import KafkaTransaction
 from streamtide.runtime.committed import TaskCommittedState, offset_key
+from streamtide.runtime.repartition_order import SOURCE_HEADER
 
 #: Kafka's default ``offset.metadata.max.bytes``: the task state must fit in it.
 MAX_METADATA_BYTES = 4096
@@ -91,8 +92,11 @@ class KafkaTaskCommit:
         source_partitions: Iterable[tuple[str, int]],
         *,
         exactly_once: bool = True,
+        repartition_topics: Iterable[str] = (),
     ) -> None:
         self.log = log
+        self.repartition_topics = frozenset(repartition_topics)
+        self._writer_header = ((SOURCE_HEADER, task_id.encode()),)
         self.group = group
         self.task_id = task_id
         self.application_id = application_id
@@ -156,10 +160,11 @@ class KafkaTaskCommit:
         assert txn is not None
         txn.begin()
         for topic, partition, columns in pending:
+            tag = self._writer_header if topic in self.repartition_topics else ()
             for key, value, timestamp, headers in zip(
                 columns.keys, columns.values, columns.timestamps, columns.headers
             ):
-                txn.produce(topic, partition, key, value, timestamp, headers)
+                txn.produce(topic, partition, key, value, timestamp, (*headers, *tag))
         if offsets:
             txn.send_offsets(topic_partitions(offsets), self.group.group_metadata())
         txn.commit()
@@ -172,8 +177,9 @@ class KafkaTaskCommit:
     ) -> dict[tuple[str, int], int]:
         written = {}
         for topic, partition, columns in pending:
+            tag = self._writer_header if topic in self.repartition_topics else ()
             records = [
-                LogRecord(k, v, t, tuple(h) if h else ())
+                LogRecord(k, v, t, (*h, *tag))
                 for k, v, t, h in zip(
                     columns.keys, columns.values, columns.timestamps, columns.headers
                 )

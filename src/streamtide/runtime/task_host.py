@@ -30,6 +30,7 @@ from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState
 from streamtide.runtime.global_stores import GlobalStores
 from streamtide.runtime.kafka_task_commit import KafkaTaskCommit
+from streamtide.runtime.repartition_order import merge_by_writer
 from streamtide.runtime.restore import RECORDS_RESTORED, STANDBY_LAG
 from streamtide.runtime.segment_collector import SegmentCollector
 from streamtide.runtime.standby import StandbyTask
@@ -134,7 +135,10 @@ class TaskHost:
             partition = task.partition
             for topic, (start, end) in ranges.items():
                 if end > start:
-                    read += task.add_table(topic, self.log.read_table(topic, partition, start, end))
+                    table = self.log.read_table(topic, partition, start, end)
+                    if held.kafka is not None and topic in held.kafka.repartition_topics:
+                        table = merge_by_writer(table)
+                    read += task.add_table(topic, table)
             phases.mark("read")
             task.process()
             task.punctuate_wall_clock()
@@ -235,7 +239,12 @@ class TaskHost:
             task_id,
             sources,
             exactly_once=self.config.processing_guarantee == "exactly_once",
+            repartition_topics=self._repartition_topics(),
         )
+
+    def _repartition_topics(self) -> set[str]:
+        app = self.config.application_id
+        return {self.topology.resolve_topic(t, app) for t in self.topology.internal_topics}
 
     def _open_active(self, task_id: str, state: dict[str, Any], batch: int) -> _Held:
         subtopology, partition = (int(part) for part in task_id.split("_"))
