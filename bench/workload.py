@@ -127,10 +127,13 @@ def by_partition(events: list[Event], partitions: int) -> list[list[Event]]:
     return parts
 
 
-def write_log(log_url: str, events: list[Event], w: Workload) -> None:
-    """Create ``events`` with ``w.partitions`` partitions and append the events, by key."""
+def write_log(
+    log_url: str, events: list[Event], w: Workload, options: dict[str, str] | None = None
+) -> None:
+    """Create ``events`` with ``w.partitions`` partitions and append the events, by key
+    (``options``: the log's, e.g. Kafka topic settings)."""
     key_serde, value_serde = Serdes.string(), Serdes.json()
-    log = open_log(log_url)
+    log = open_log(log_url, **(options or {}))
     try:
         log.create_topic(TOPIC, w.partitions)
         for partition, part in enumerate(by_partition(events, w.partitions)):
@@ -149,9 +152,10 @@ def write_log(log_url: str, events: list[Event], w: Workload) -> None:
         users: list[list[LogRecord]] = [[] for _ in range(w.partitions)]
         for key, profile in user_profiles(w):
             raw = key_serde.serialize(key)
-            # timestamp 0: before every event, so a task reads the table before the stream
+            # timestamp 1 (Kafka's lowest): before every event, so a task reads the table
+            # before the stream
             users[partition_for_key(raw, w.partitions)].append(
-                LogRecord(raw, value_serde.serialize(profile), 0)
+                LogRecord(raw, value_serde.serialize(profile), 1)
             )
         for partition, records in enumerate(users):
             log.append(USERS_TOPIC, partition, records)
