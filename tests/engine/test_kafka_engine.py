@@ -4,12 +4,15 @@ test driver's output, record for record."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
 import pytest
+from click.testing import CliRunner
 
 from streamtide import StreamsApp
+from streamtide.cli import main
 from streamtide.errors import FencedError, StreamtideError
 from tests.engine.scenarios import (
     SCENARIOS,
@@ -163,3 +166,29 @@ def test_a_broker_restart_during_a_run_loses_nothing(spark, tmp_path) -> None:
         assert engine_outputs(broker.url, "session") == expected_outputs("session", events), outcome
     finally:
         broker.stop()
+
+
+def test_the_run_and_status_commands_work_on_kafka(spark, kafka_url, tmp_path) -> None:
+    events = kafka_events(120, seed=41)
+    write_events(kafka_url, events)
+    common = ["--application-id", "kafka-cli", "--log", kafka_url]
+    common += ["--state-dir", str(tmp_path / "state")]
+    run = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "tests.engine.scenarios:session_topology",
+            "--until-caught-up",
+            "--log-option",
+            "topic.retention.ms=-1",
+            *common,
+        ],
+    )
+    assert run.exit_code == 0, (run.output[-2000:], run.exception)
+    status = CliRunner().invoke(main, ["status", *common])
+    assert status.exit_code == 0, status.output
+    assert "kafka-cli" in status.output and "0_1" in status.output
+    as_json = CliRunner().invoke(main, ["status", "--json", *common])
+    info = json.loads(as_json.output)
+    assert info["partitions"] and all(p["lag"] == 0 for p in info["partitions"])
+    assert sum(p["committed"] for p in info["partitions"]) == len(events)

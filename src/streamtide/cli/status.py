@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from streamtide.cli.common import log_option, reports_errors
+from streamtide.cli.common import log_option, log_options, reports_errors
 from streamtide.cli.formats import iso
 from streamtide.config import StreamsConfig
 
@@ -30,9 +30,16 @@ def _time(ms: int | None) -> str:
         "100 batches and about 1,000 events."
     ),
 )
+@click.option(
+    "--state-dir",
+    default="./streamtide-state",
+    show_default=True,
+    help="The application's state_dir: on a Kafka log its records are in "
+    "<state-dir>/_apps/<application-id> on the driver's machine.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (for scripts).")
 @reports_errors
-def status(application_id: str, log_url: str, history: int, as_json: bool) -> None:
+def status(application_id: str, log_url: str, history: int, state_dir: str, as_json: bool) -> None:
     """Show tasks, owners, per-partition lag, the latest batches and the assignment history
     (which tasks moved between executors, when and why) of an application.
 
@@ -41,7 +48,13 @@ def status(application_id: str, log_url: str, history: int, as_json: bool) -> No
     """
     from streamtide.engine.status import read_status
 
-    info = read_status(StreamsConfig(application_id=application_id, log=log_url), history)
+    config = StreamsConfig(
+        application_id=application_id,
+        log=log_url,
+        log_options=log_options(log_url),
+        state_dir=state_dir,
+    )
+    info = read_status(config, history)
     if as_json:
         click.echo(json.dumps(_with_iso_times(info), indent=2, sort_keys=True))
         return
