@@ -17,42 +17,16 @@ import argparse
 import json
 import logging
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from bench.streamtide_bench import TOPOLOGIES, EngineRun
+from bench.streamtide_bench import TOPOLOGIES, run_operation
 from bench.workload import Workload, generate, write_log
-from streamtide import StreamsConfig
-from streamtide.engine.app import StreamsApp
 
 #: Topic settings on the broker: the workload's events carry old timestamps, which Kafka's
 #: default time retention (7 days) would delete.
 KAFKA_OPTIONS = {"topic.retention.ms": "-1"}
 DEFAULT_OPERATIONS = ("dedup", "session-count")
-
-
-def run(
-    spark: Any, url: str, options: dict[str, str], root: Path, op: str, w: Workload
-) -> EngineRun:
-    """One operation as its own application over the input topic of ``url``."""
-    kind = "kafka" if url.startswith("kafka://") else "file"
-    app_id = f"bench-{op}-{kind}"
-    config = StreamsConfig(
-        application_id=app_id,
-        log=url,
-        log_options=options,
-        state_dir=str(root / "state" / app_id),
-        max_records_per_batch=w.batch_size,
-    )
-    app = StreamsApp(TOPOLOGIES[op](w), config, spark=spark)
-    try:
-        started = time.perf_counter()
-        batches = app.run_until_caught_up(timeout=1800)
-        seconds = time.perf_counter() - started
-    finally:
-        app.stop()
-    return EngineRun(op, seconds, batches)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -86,7 +60,8 @@ def main(argv: list[str] | None = None) -> None:
             for op in operations:
                 rates = {}
                 for kind, (url, options) in logs.items():
-                    done = run(spark, url, options, root, op, w)
+                    state = root / "state" / kind
+                    done = run_operation(spark, url, state, op, w, options)
                     rates[kind] = {
                         "records_per_s": round(done.input_records / done.seconds),
                         "seconds": round(done.seconds, 2),

@@ -198,12 +198,20 @@ class EngineRun:
         return [b.duration_ms for b in self.batches]
 
 
-def make_app(spark: Any, log_url: str, state_root: Path, operation: str, w: Workload) -> StreamsApp:
+def make_app(
+    spark: Any,
+    log_url: str,
+    state_root: Path,
+    operation: str,
+    w: Workload,
+    log_options: dict[str, str] | None = None,
+) -> StreamsApp:
     """A fresh application (own id and state directory) for ``operation``."""
     app_id = f"bench-{operation}"
     config = StreamsConfig(
         application_id=app_id,
         log=log_url,
+        log_options=dict(log_options or {}),
         state_dir=str(state_root / app_id),
         max_records_per_batch=w.batch_size,
     )
@@ -211,10 +219,15 @@ def make_app(spark: Any, log_url: str, state_root: Path, operation: str, w: Work
 
 
 def run_operation(
-    spark: Any, log_url: str, state_root: Path, operation: str, w: Workload
+    spark: Any,
+    log_url: str,
+    state_root: Path,
+    operation: str,
+    w: Workload,
+    log_options: dict[str, str] | None = None,
 ) -> EngineRun:
     """Run ``operation`` over the whole input topic; time every batch, planning included."""
-    app = make_app(spark, log_url, state_root, operation, w)
+    app = make_app(spark, log_url, state_root, operation, w, log_options)
     try:
         started = time.perf_counter()
         batches = app.run_until_caught_up(timeout=900)

@@ -57,11 +57,18 @@ def outcome(driver: LocalDriver) -> tuple[dict, dict]:
     return driver.app_dir.last_committed().tasks, records
 
 
-def die_after(driver: LocalDriver, n: int) -> list[int]:
-    """Make the driver die right after its n-th protocol write; returns the write counter."""
+def die_after(
+    driver: LocalDriver,
+    n: int,
+    also: tuple[tuple[object, str], ...] = (),
+    set_attribute: Callable[[object, str, object], None] = setattr,
+) -> list[int]:
+    """Make the driver die right after its n-th protocol write (and writes of ``also``,
+    ``(owner, method name)`` pairs, replaced with ``set_attribute``); returns the write
+    counter."""
     count = [0]
 
-    def wrap(owner: object, name: str) -> None:
+    def wrap(owner: object, name: str, replace: Callable = setattr) -> None:
         original: Callable = getattr(owner, name)
 
         def write(*args, **kwargs):
@@ -71,12 +78,14 @@ def die_after(driver: LocalDriver, n: int) -> list[int]:
                 raise DriverDied(f"after write {n} ({name})")
             return result
 
-        setattr(owner, name, write)
+        replace(owner, name, write)
 
     for name in WRITES:
         wrap(driver.app_dir, name)
     driver.log.parallel_seals = False  # one seal at a time: every write is a crash point
     wrap(driver.log, "seal")
+    for owner, name in also:
+        wrap(owner, name, set_attribute)
     return count
 
 

@@ -10,14 +10,13 @@ exactly the outcome of a run that never crashed, and no transaction may stay ope
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
 from streamtide.runtime.kafka_task_commit import KafkaTaskCommit
 from tests.engine.local_driver import LocalDriver
 from tests.engine.scenarios import engine_config, make_events, write_events
-from tests.engine.test_crash_points import WRITES, DriverDied, counting_topology, outcome
+from tests.engine.test_crash_points import DriverDied, counting_topology, outcome
+from tests.engine.test_crash_points import die_after as crash_after
 from tests.kafka_broker import delete_all_topics
 
 pytestmark = pytest.mark.kafka
@@ -47,26 +46,10 @@ def renamed_states(states: dict, app: str) -> dict:
     }
 
 
-def die_after(driver: LocalDriver, n: int, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Make the driver die right after its n-th write (protocol record or task commit)."""
-    count = [0]
-
-    def counted(original: Callable, name: str) -> Callable:
-        def write(*args, **kwargs):
-            result = original(*args, **kwargs)
-            count[0] += 1
-            if count[0] == n:
-                raise DriverDied(f"after write {n} ({name})")
-            return result
-
-        return write
-
-    for name in WRITES:
-        setattr(driver.app_dir, name, counted(getattr(driver.app_dir, name), name))
-    monkeypatch.setattr(
-        KafkaTaskCommit, "commit", counted(KafkaTaskCommit.commit, "a task's transaction")
-    )
-    return count
+def die_after(driver: LocalDriver, n: int, patch: pytest.MonkeyPatch) -> list[int]:
+    """Make the driver die right after its n-th write: a protocol record or a task's
+    transaction commit (a task that committed, but whose report never reached the driver)."""
+    return crash_after(driver, n, ((KafkaTaskCommit, "commit"),), patch.setattr)
 
 
 def test_a_driver_dying_after_any_write_on_kafka_leaves_a_state_a_new_driver_completes(

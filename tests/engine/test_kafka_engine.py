@@ -55,43 +55,31 @@ def test_engine_output_equals_driver_output_on_kafka(spark, kafka_url, tmp_path,
         assert all(p["lag"] == 0 for p in status["partitions"]) and status["partitions"]
 
 
-def test_a_second_driver_with_the_same_directory_fences_the_first(
-    spark, kafka_url, tmp_path
+@pytest.mark.parametrize("machines", [1, 2], ids=["same-directory", "two-machines"])
+def test_a_second_driver_fences_the_first_through_kafka(
+    spark, kafka_url, tmp_path, machines
 ) -> None:
+    """Two drivers of one application: sharing an application directory, or none (as on two
+    machines, where only Kafka fences). The older one fails with a clear fencing error and
+    every output is there exactly once."""
     events = kafka_events(200, seed=21)
     write_events(kafka_url, events)
-    config = engine_config(kafka_url, str(tmp_path / "state"), app="kafka-fence")
-    first = StreamsApp(session_topology(), config, spark=spark)
-    first.run_batch()
-    second = StreamsApp(session_topology(), config, spark=spark)
-    second.run_batch()
-    with pytest.raises(FencedError, match="another instance of application 'kafka-fence'"):
-        first.run_batch()
-    first.stop()
-    second.run_until_caught_up(timeout=300)
-    second.stop()
-    assert engine_outputs(kafka_url, "session") == expected_outputs("session", events)
 
-
-def test_drivers_on_different_machines_are_fenced_through_kafka(spark, kafka_url, tmp_path) -> None:
-    """Two drivers that share no application directory (as on two machines): the newer one
-    fences the older through Kafka, and every output is there exactly once."""
-    events = kafka_events(200, seed=23)
-    write_events(kafka_url, events)
-
-    def config(machine: str):
+    def config(machine: int):
         return engine_config(
             kafka_url,
-            str(tmp_path / machine),
-            app="kafka-machines",
-            execution="micro_batch",  # both drivers share this test's Spark cores
+            str(tmp_path / f"machine-{machine % machines}"),
+            app="kafka-fence",
+            # two drivers with their own work units share this test's Spark cores
+            execution="continuous" if machines == 1 else "micro_batch",
         )
 
-    first = StreamsApp(session_topology(), config("one"), spark=spark)
+    first = StreamsApp(session_topology(), config(0), spark=spark)
     first.run_batch()
-    second = StreamsApp(session_topology(), config("two"), spark=spark)
+    second = StreamsApp(session_topology(), config(1), spark=spark)
     second.run_batch()
-    with pytest.raises(FencedError, match="Kafka fenced this driver's producer"):
+    why = "took over" if machines == 1 else "Kafka fenced this driver's producer"
+    with pytest.raises(FencedError, match=f"another instance of application 'kafka-fence'.*{why}"):
         first.run_batch()
     first.stop()
     second.run_until_caught_up(timeout=300)

@@ -175,8 +175,9 @@ def main() -> None:
     parser.add_argument("--executor-kill", type=float, default=0.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--execution", choices=["continuous", "micro_batch"], default="micro_batch")
+    parser.add_argument("--app", default="faults")
     args = parser.parse_args()
-    config = make_config({"log": args.log, "state_dir": args.state_dir, "app": "faults"})
+    config = make_config({"log": args.log, "state_dir": args.state_dir, "app": args.app})
     rnd = random.Random(args.seed)
     kind = LongRunningExecutorDriver if args.execution == "continuous" else ChildExecutorDriver
     driver = kind(config, args.executor_kill, Path(args.kills_file), rnd)

@@ -31,7 +31,7 @@ def main() -> None:
     message = json.loads(sys.stdin.read())
     config = make_config(message["config"])
     spec = WorkUnitSpec.from_dict(message["spec"])
-    log = open_log(config.log)
+    log = open_log(config.log, **config.log_options)
     report = run_work_unit(session_topology(), config, log, spec, make_task_stores)
     try:
         sys.stdout.write(json.dumps(report))
@@ -42,7 +42,7 @@ def main() -> None:
 
 def serve(host: str, port: str, secret: str, config_json: str) -> None:
     config = make_config(json.loads(config_json))
-    log = open_log(config.log)
+    log = open_log(config.log, **config.log_options)
     topology = session_topology()
     tasks = TaskHost(
         topology,

@@ -51,16 +51,21 @@ def run_with_kills(
     min_executor_kills: int = 0,
     max_wait: float = 2.5,
     execution: str = "micro_batch",
+    kafka_url: str | None = None,
 ) -> KillRun:
     """Feed ``events`` in chunks while killing drivers at random moments (until ``driver_kills``
     drivers and ``min_executor_kills`` executors were killed); then let one driver finish and
-    compare every output with the test driver's."""
+    compare every output with the test driver's. With ``kafka_url`` the log is Kafka."""
     started = time.monotonic()
     rnd = random.Random(seed)
-    log_url, state = f"file://{tmp / 'log'}", str(tmp / "state")
+    log_url = kafka_url or f"file://{tmp / 'log'}"
+    state = str(tmp / "state")
+    app = f"faults-{seed}-{execution}" if kafka_url else "faults"  # Kafka: groups outlive tests
     kills_file = tmp / "kills"
     kills_file.touch()
     data = make_events(events, seed=seed)
+    if kafka_url:  # Kafka stores timestamps from 1 ms on
+        data = [(user, value, ts + 1_000_000) for user, value, ts in data]
     size = -(-len(data) // (driver_kills + 1))
     chunks = [data[i : i + size] for i in range(0, len(data), size)]
     fed: list = []
@@ -74,6 +79,7 @@ def run_with_kills(
                 *(sys.executable, "-m", "tests.faults.driver_process", log_url, state),
                 *(str(kills_file), f"--executor-kill={executor_kill}", f"--seed={seed * 1000 + n}"),
                 f"--execution={execution}",
+                f"--app={app}",
             ],
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -123,15 +129,25 @@ def run_with_kills(
         run.lost += sum((want - have).values())
         run.duplicated += sum((have - want).values())
         assert got.get(partition) == records, f"partition {partition} differs"
-    log = open_log(log_url)
+    config = engine_config(log_url, state, app=app)
+    log = open_log(log_url, **config.log_options)
     assert sum(log.end_offset("events", p) for p in range(2)) == len(fed)
-    LocalDriver(session_topology(), engine_config(log_url, state, app="faults"))  # a restart
-    leftovers = [
-        ref.name
-        for topic in log.list_topics()
-        for p in range(log.partitions(topic))
-        for ref in log.list_unsealed(topic, p)
-    ]
-    assert leftovers == [], f"unsealed segments of losing attempts remain: {leftovers}"
+    LocalDriver(session_topology(), config)  # a restart
+    if kafka_url:  # no transaction of a killed attempt stays open: readers see every record
+        open_ones = [
+            (topic, p)
+            for topic in log.list_topics()
+            for p in range(log.partitions(topic))
+            if log.end_offset(topic, p) != log.high_watermark(topic, p)
+        ]
+        assert open_ones == [], f"transactions left open on {open_ones}"
+    else:
+        leftovers = [
+            ref.name
+            for topic in log.list_topics()
+            for p in range(log.partitions(topic))
+            for ref in log.list_unsealed(topic, p)
+        ]
+        assert leftovers == [], f"unsealed segments of losing attempts remain: {leftovers}"
     run.seconds = round(time.monotonic() - started, 1)
     return run

@@ -11,19 +11,36 @@ import pytest
 from tests.faults.harness import run_with_kills
 
 
-@pytest.mark.parametrize("execution", ["continuous", "micro_batch"])
-def test_a_few_random_driver_and_executor_kills(tmp_path, execution) -> None:
+@pytest.mark.parametrize(
+    "execution,on_kafka",
+    [
+        ("continuous", False),
+        ("micro_batch", False),
+        pytest.param("continuous", True, marks=pytest.mark.kafka, id="continuous-kafka"),
+    ],
+)
+def test_a_few_random_driver_and_executor_kills(tmp_path, request, execution, on_kafka) -> None:
+    kafka_url = request.getfixturevalue("kafka_url") if on_kafka else None
     run = run_with_kills(
-        tmp_path, events=240, driver_kills=3, executor_kill=0.3, seed=7, execution=execution
+        tmp_path,
+        events=240,
+        driver_kills=3,
+        executor_kill=0.3,
+        seed=7,
+        execution=execution,
+        kafka_url=kafka_url,
     )
     assert run.driver_kills == 3
     assert (run.lost, run.duplicated) == (0, 0)
 
 
 @pytest.mark.faults
+@pytest.mark.parametrize("log", ["file", "kafka"])
 @pytest.mark.parametrize("execution", ["continuous", "micro_batch"])
 @pytest.mark.parametrize("seed", [101, 202])
-def test_thirty_driver_kills_and_ten_executor_kills(tmp_path, seed, execution) -> None:
+def test_thirty_driver_kills_and_ten_executor_kills(
+    tmp_path, request, seed, execution, log
+) -> None:
     run = run_with_kills(
         tmp_path,
         events=4000,
@@ -32,7 +49,8 @@ def test_thirty_driver_kills_and_ten_executor_kills(tmp_path, seed, execution) -
         seed=seed,
         min_executor_kills=12,
         execution=execution,
+        kafka_url=request.getfixturevalue("kafka_url") if log == "kafka" else None,
     )
-    print(f"\nrandom-kill run ({execution}, seed {seed}): {run}")
+    print(f"\nrandom-kill run ({execution}, {log} log, seed {seed}): {run}")
     assert run.driver_kills >= 30 and run.executor_kills >= 10
     assert (run.lost, run.duplicated) == (0, 0)

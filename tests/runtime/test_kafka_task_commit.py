@@ -13,7 +13,6 @@ from streamtide.log.kafka_group import GroupOffsets
 from streamtide.runtime.committed import TaskCommittedState
 from streamtide.runtime.kafka_task_commit import (
     KafkaTaskCommit,
-    TaskCommitConflictError,
     decode_state,
     encode_metadata,
 )
@@ -48,17 +47,22 @@ def test_a_run_is_done_once_and_found_committed_after(klog) -> None:
     group = GroupOffsets(klog, "app")
     commit = task_commit(klog, group)
     start = TaskCommittedState()
-    assert commit.decide(start.to_dict(), {"in": [0, 5]}) is None  # nothing committed: run
+    first = commit.decide(start.to_dict(), {"in": [0, 5]})  # nothing committed: run as planned
+    assert (first.done, first.state, first.ranges) == (False, start, {"in": [0, 5]})
     done = TaskCommittedState({"in:1": 5}, stream_time=1_004, schedules={"s": 2_000})
     written = commit.commit([("out", 0, columns(b"a", b"b"))], done)
     assert written == {("out", 0): 1}
     # the same run again (its report was lost): committed already, with the whole state
-    assert commit.decide(start.to_dict(), {"in": [0, 5]}) == done
-    assert commit.decide(done.to_dict(), {"in": [5, 9]}) is None  # the next run goes ahead
-    with pytest.raises(TaskCommitConflictError, match="another instance"):  # Kafka is behind
-        commit.decide(TaskCommittedState({"in:1": 7}).to_dict(), {"in": [7, 9]})
-    with pytest.raises(TaskCommitConflictError, match="another instance"):  # inside the range
-        commit.decide(TaskCommittedState({"in:1": 3}).to_dict(), {"in": [3, 8]})
+    again = commit.decide(start.to_dict(), {"in": [0, 5]})
+    assert again.done and again.state == done
+    following = commit.decide(done.to_dict(), {"in": [5, 9]})
+    assert not following.done and following.ranges == {"in": [5, 9]}
+    # a plan from a stale state (a zombie committed part of its range): run from Kafka's
+    partly = commit.decide(TaskCommittedState({"in:1": 3}).to_dict(), {"in": [3, 8]})
+    assert (partly.done, partly.state, partly.ranges) == (False, done, {"in": [5, 8]})
+    # a plan ahead of Kafka (the driver's records say more than Kafka holds): Kafka wins
+    ahead = commit.decide(TaskCommittedState({"in:1": 7}).to_dict(), {"in": [7, 9]})
+    assert (ahead.done, ahead.state, ahead.ranges) == (False, done, {"in": [5, 9]})
     assert [r.value for r in klog.read("out", 0)] == [b"a", b"b"]
     commit.close()
     group.close()

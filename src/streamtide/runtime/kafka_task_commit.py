@@ -11,7 +11,8 @@ does; each offset's metadata holds the task's stream time, punctuation schedules
 partition times, so Kafka alone says where a task stands. Before a run, ``decide`` compares
 what Kafka holds with the state the driver planned from: equal, the run goes ahead; past the
 run's ranges, an earlier attempt committed the run and its report was lost, so it commits
-nothing again. Under ``at_least_once`` records are appended and offsets committed after
+nothing again; anywhere else (a zombie attempt committed part of the ranges), the run starts
+from what Kafka holds. Under ``at_least_once`` records are appended and offsets committed after
 them, without a transaction: a failure between the two repeats the run's outputs.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from streamtide.errors import FencedError, StreamtideError
@@ -33,9 +35,14 @@ from streamtide.runtime.repartition_order import SOURCE_HEADER
 MAX_METADATA_BYTES = 4096
 
 
-class TaskCommitConflictError(StreamtideError):
-    """Kafka's committed offsets of a task are neither where its run starts nor past where it
-    ends: another instance of the application is processing the task."""
+@dataclass(frozen=True)
+class Decision:
+    """Whether a task's run is already committed (``done``), and otherwise the committed
+    state and input ranges it runs from."""
+
+    done: bool
+    state: TaskCommittedState
+    ranges: dict[str, list[int]]
 
 
 def transactional_id(application_id: str, task_id: str) -> str:
@@ -115,24 +122,26 @@ class KafkaTaskCommit:
         """What Kafka holds for the task (None: nothing committed yet)."""
         return decode_state(self.group.committed(self.source_partitions), self.where)
 
-    def decide(
-        self, state: dict[str, Any], ranges: dict[str, list[int]]
-    ) -> TaskCommittedState | None:
-        """None when the run from ``state`` over ``ranges`` is still to do; the committed state
-        when an earlier attempt already committed it."""
+    def decide(self, state: dict[str, Any], ranges: dict[str, list[int]]) -> Decision:
+        """What a run planned from ``state`` over ``ranges`` does, by what Kafka holds: nothing
+        when every range end is committed (an earlier attempt committed the run and its report
+        was lost); otherwise it runs from Kafka's committed state, over the ranges from Kafka's
+        committed offsets on (the planned state and ranges, unless a zombie attempt committed
+        part of them or the driver's records are behind Kafka)."""
         found = self.committed_state() or TaskCommittedState()
         planned = TaskCommittedState.from_dict(state)
         if found == planned:
-            return None
+            return Decision(False, planned, dict(ranges))
         partition = int(self.task_id.split("_")[1])
-        ends = {offset_key(topic, partition): int(end) for topic, (_, end) in ranges.items()}
+        keys = {topic: offset_key(topic, partition) for topic in ranges}
+        ends = {key: int(ranges[topic][1]) for topic, key in keys.items()}
         if ends and all(found.offsets.get(key, -1) >= end for key, end in ends.items()):
-            return found
-        raise TaskCommitConflictError(
-            f"{self.where}: Kafka's committed offsets {found.offsets} are neither the run's "
-            f"start {planned.offsets} nor past its end {ends}; another instance of the "
-            "application is processing this task"
-        )
+            return Decision(True, found, {})
+        moved = {}
+        for topic, (start, end) in ranges.items():
+            begin = found.offsets.get(keys[topic], int(start))
+            moved[topic] = [begin, max(int(end), begin)]
+        return Decision(False, found, moved)
 
     def commit(
         self, pending: Iterable[tuple[str, int, Any]], state: TaskCommittedState

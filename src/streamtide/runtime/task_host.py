@@ -123,13 +123,18 @@ class TaskHost:
             held = self._open_active(task_id, state, batch)
         else:
             before = held.task.metrics.as_dict()
-        task = held.task
         phases.mark("restore")
         if held.kafka is not None:
-            done = held.kafka.decide(state, ranges)
-            if done is not None:  # an earlier attempt committed this run; its report was lost
+            decision = held.kafka.decide(state, ranges)
+            if decision.done:  # an earlier attempt committed this run; its report was lost
                 self._close_active(task_id, "an earlier attempt committed its run")
-                return _already_committed(task_id, writer, done, started)
+                return _already_committed(task_id, writer, decision.state, started)
+            if decision.state.to_dict() != state:  # Kafka holds another state: start there
+                self._close_active(task_id, "Kafka's committed state is not the planned one")
+                state, ranges = decision.state.to_dict(), decision.ranges
+                held = self._open_active(task_id, state, batch)
+                before = {}
+        task = held.task
         try:
             read = 0
             partition = task.partition
