@@ -69,7 +69,7 @@ def test_a_second_driver_fences_the_first_through_kafka(
         return engine_config(
             kafka_url,
             str(tmp_path / f"machine-{machine % machines}"),
-            app="kafka-fence",
+            app=f"kafka-fence-{machines}",  # a group's offsets outlive the test's topics
             # two drivers with their own work units share this test's Spark cores
             execution="continuous" if machines == 1 else "micro_batch",
         )
@@ -79,7 +79,9 @@ def test_a_second_driver_fences_the_first_through_kafka(
     second = StreamsApp(session_topology(), config(1), spark=spark)
     second.run_batch()
     why = "took over" if machines == 1 else "Kafka fenced this driver's producer"
-    with pytest.raises(FencedError, match=f"another instance of application 'kafka-fence'.*{why}"):
+    with pytest.raises(
+        FencedError, match=f"another instance of application 'kafka-fence-{machines}'.*{why}"
+    ):
         first.run_batch()
     first.stop()
     second.run_until_caught_up(timeout=300)

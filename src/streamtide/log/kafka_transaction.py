@@ -208,6 +208,13 @@ class KafkaTransaction:
 
     def error(self, exc: BaseException, what: str) -> LogError:
         cause = kafka_error(exc)
+        if cause is None and self._fatal is None and isinstance(exc, SystemError):
+            # the client failed the call on an error it has not reported yet: serve its
+            # callbacks, so that a fatal error (say, this producer was fenced) is known
+            try:
+                self.producer.poll(0)
+            except (SystemError, Exception):  # the same pending error again
+                pass
         if _name(cause) in FENCED_ERRORS or _name(self._fatal) in FENCED_ERRORS:
             return ProducerFencedError(f"{what} {self.where}: a newer producer fenced this one")
         if cause is None and self._fatal is not None:
