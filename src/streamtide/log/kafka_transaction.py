@@ -143,6 +143,48 @@ class KafkaTransaction:
         if self._fatal is not None or self._failures or self._lost is not None:
             self._raise_failure()
 
+    def produce_many(
+        self,
+        topic: str,
+        partition: int,
+        keys: list[bytes | None],
+        values: list[bytes | None],
+        timestamps: list[int],
+        headers: list[Any],
+    ) -> None:
+        """``produce`` of whole columns to one partition. Only the last record reports its
+        delivery (its offset is the partition's last): a record that fails makes the
+        transaction's commit fail, so none is lost unnoticed."""
+        from confluent_kafka import KafkaException
+
+        if timestamps and min(timestamps) < 1:
+            raise LogError(
+                f"the Kafka log stores timestamps from 1 ms on, got {min(timestamps)} for "
+                f"{topic}/{partition}"
+            )
+        produce, last = self.producer.produce, len(keys) - 1
+        for index, (key, value, timestamp, header) in enumerate(
+            zip(keys, values, timestamps, headers)
+        ):
+            while True:
+                try:
+                    produce(
+                        topic,
+                        value,
+                        key,
+                        partition,
+                        on_delivery=self._delivered if index == last else None,
+                        timestamp=timestamp,
+                        headers=list(header) if header else None,
+                    )
+                    break
+                except BufferError:  # the client's queue is full: let it send
+                    self.producer.poll(POLL_S)
+                except KafkaException as e:
+                    raise self.error(e, f"writing to {topic}/{partition} in") from None
+        if self._fatal is not None or self._failures or self._lost is not None:
+            self._raise_failure()
+
     def send_offsets(self, offsets: list[Any], group_metadata: Any) -> None:
         """Add consumer-group offsets (``confluent_kafka.TopicPartition`` with metadata) to the
         transaction: they commit with its records, or not at all."""
@@ -209,17 +251,23 @@ class KafkaTransaction:
     def error(self, exc: BaseException, what: str) -> LogError:
         cause = kafka_error(exc)
         if cause is None and self._fatal is None and isinstance(exc, SystemError):
-            # the client failed the call on an error it has not reported yet: serve its
-            # callbacks, so that a fatal error (say, this producer was fenced) is known
-            try:
-                self.producer.poll(0)
-            except (SystemError, Exception):  # the same pending error again
-                pass
+            # the client failed the call on an error it did not attach: ask it again, with
+            # a call that reports a fatal error (say, this producer was fenced) as such
+            cause = self._pending_error()
         if _name(cause) in FENCED_ERRORS or _name(self._fatal) in FENCED_ERRORS:
             return ProducerFencedError(f"{what} {self.where}: a newer producer fenced this one")
         if cause is None and self._fatal is not None:
             return LogError(f"{what} {self.where}: {self._fatal}")
         return translate(exc, f"{what} {self.where}")
+
+    def _pending_error(self) -> Any:
+        """The error a failed producer holds, found by aborting its transaction (None if
+        that tells nothing)."""
+        try:
+            bounded(lambda: self.producer.abort_transaction(1.0), GRACE_S, "probing " + self.where)
+        except BaseException as e:  # the probe's own error is the answer
+            return kafka_error(e)
+        return None
 
     def _raise_failure(self) -> None:
         if self._lost is not None and self._open and not self._failures:

@@ -169,11 +169,13 @@ class KafkaTaskCommit:
         assert txn is not None
         txn.begin()
         for topic, partition, columns in pending:
-            tag = self._writer_header if topic in self.repartition_topics else ()
-            for key, value, timestamp, headers in zip(
-                columns.keys, columns.values, columns.timestamps, columns.headers
-            ):
-                txn.produce(topic, partition, key, value, timestamp, (*headers, *tag))
+            headers = columns.headers
+            if topic in self.repartition_topics:
+                tag = self._writer_header
+                headers = [(*h, *tag) for h in headers]
+            txn.produce_many(
+                topic, partition, columns.keys, columns.values, columns.timestamps, headers
+            )
         if offsets:
             txn.send_offsets(topic_partitions(offsets), self.group.group_metadata())
         txn.commit()
