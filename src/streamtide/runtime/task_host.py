@@ -11,6 +11,9 @@ task's writes *held*; ``settle`` applies them when the driver sealed this attemp
 the task otherwise (its next open replays what was committed). A run for a task whose last
 attempt is unsettled, or whose committed state is not the one the held task reached, rebuilds
 the task from the committed state first.
+
+On a Kafka log a run commits itself instead, in the task's own transaction
+(``runtime.kafka_task_commit``), and applies its writes once Kafka confirmed the commit.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 from streamtide.config import StreamsConfig
 from streamtide.errors import StoreError
 from streamtide.log.api import Log
+from streamtide.log.kafka_group import GroupOffsets
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState
 from streamtide.runtime.global_stores import GlobalStores
@@ -223,8 +227,6 @@ class TaskHost:
         left open on the task's changelogs, so open it before restoring."""
         if not self.log.transactional:
             return None
-        from streamtide.log.kafka_group import GroupOffsets
-
         if self._group is None:
             self._group = GroupOffsets(self.log, self.config.application_id)
         subtopology, partition = (int(part) for part in task_id.split("_"))
