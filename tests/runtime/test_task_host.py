@@ -54,12 +54,16 @@ class _Setup:
             application_id="app", log=self.log.url, state_dir=str(tmp_path / "state")
         )
         self.topology = _topology()
-        self.host = TaskHost(
+        self.host = self.host_for("c1")
+
+    def host_for(self, client: str) -> TaskHost:
+        """A host keeping its tasks open, in ``client``'s state directory."""
+        return TaskHost(
             self.topology,
             self.config,
             self.log,
             make_task_stores,
-            client_state_dir(self.config, "c1"),
+            client_state_dir(self.config, client),
             keep_open=True,
         )
 
@@ -176,30 +180,12 @@ def _entries(stores: Any) -> list[tuple[bytes, bytes]]:
 
 def _committed_entries(setup: _Setup, tmp_path: Path) -> list[tuple[bytes, bytes]]:
     """What a fresh copy built from the committed changelog holds (another client's dir)."""
-    fresh = TaskHost(
-        setup.topology,
-        setup.config,
-        setup.log,
-        make_task_stores,
-        client_state_dir(setup.config, "fresh"),
-        keep_open=True,
-    )
+    fresh = setup.host_for("fresh")
     fresh.update_standby("0_0")
     try:
         return _entries(fresh._standby["0_0"].stores)
     finally:
         fresh.close()
-
-
-def _other_client(setup: _Setup) -> TaskHost:
-    return TaskHost(
-        setup.topology,
-        setup.config,
-        setup.log,
-        make_task_stores,
-        client_state_dir(setup.config, "c2"),
-        keep_open=True,
-    )
 
 
 def _run_on(setup: _Setup, host: TaskHost, batch: int, start: int, end: int, state: Any) -> Any:
@@ -218,7 +204,7 @@ def test_a_promoted_standby_hands_its_open_store_over_and_replays_only_its_lag(
 ) -> None:
     setup = _Setup(tmp_path)
     setup.log.append("in", 0, [LogRecord(k.encode(), b"x", i) for i, k in enumerate("abacb")])
-    standby_host = _other_client(setup)
+    standby_host = setup.host_for("c2")
     first = _run_on(setup, setup.host, 0, 0, 3, {})  # a=2, b=1: 2 changelog records
     standby_host.update_standby("0_0")
     standby = standby_host._standby["0_0"]
@@ -287,7 +273,7 @@ def test_a_run_that_opened_active_tasks_starts_no_new_replica(tmp_path: Path) ->
     setup = _Setup(tmp_path, partitions=2)
     setup.log.append("in", 0, [LogRecord(b"a", b"x", 0)])
     setup.log.append("in", 1, [LogRecord(b"b", b"x", 0)])
-    elsewhere = _other_client(setup)
+    elsewhere = setup.host_for("c2")
     spec = WorkUnitSpec(0, 0, "c2", [ActiveSpec("0_1", {"in": [0, 1]}, {})])
     other = run_work_unit(
         setup.topology, setup.config, setup.log, spec, make_task_stores, host=elsewhere
