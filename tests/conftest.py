@@ -68,3 +68,20 @@ def _stop_apps_after_each_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None
             app.stop()
         except Exception:  # a test may have broken its app on purpose
             pass
+
+
+@pytest.fixture
+def rocksdb_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The directories at which RocksDB databases are really opened during a test, in order
+    (the RocksDB store's open, counted; the databases are real)."""
+    import streamtide.state.rocksdb as rocksdb_module
+
+    seen: list[str] = []
+    real = rocksdb_module.Rdict
+
+    def counting(path: str, *args: object, **kwargs: object) -> object:
+        seen.append(path)
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(rocksdb_module, "Rdict", counting)
+    return seen

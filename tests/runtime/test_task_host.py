@@ -46,20 +46,24 @@ def _topology() -> Topology:
 
 
 class _Setup:
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, partitions: int = 1) -> None:
         self.log = file_log(tmp_path / "log")
-        self.log.create_topic("in", 1)
+        self.log.create_topic("in", partitions)
         self.log.create_topic("counts-out", 1)
         self.config = StreamsConfig(
             application_id="app", log=self.log.url, state_dir=str(tmp_path / "state")
         )
         self.topology = _topology()
-        self.host = TaskHost(
+        self.host = self.host_for("c1")
+
+    def host_for(self, client: str) -> TaskHost:
+        """A host keeping its tasks open, in ``client``'s state directory."""
+        return TaskHost(
             self.topology,
             self.config,
             self.log,
             make_task_stores,
-            client_state_dir(self.config, "c1"),
+            client_state_dir(self.config, client),
             keep_open=True,
         )
 
@@ -163,3 +167,136 @@ def test_an_active_task_demoted_in_the_same_process_opens_as_standby(tmp_path: P
     assert report["lag"] == 0
     assert setup.host.held == {"0_0"}
     setup.host.close()
+
+
+def _counts_db(stores: Any) -> Any:
+    """The RocksDB handle under a task's (or standby's) ``counts`` store."""
+    return stores.changelogs["counts"].local._db
+
+
+def _entries(stores: Any) -> list[tuple[bytes, bytes]]:
+    return list(stores.changelogs["counts"].local.all())
+
+
+def _committed_entries(setup: _Setup, tmp_path: Path) -> list[tuple[bytes, bytes]]:
+    """What a fresh copy built from the committed changelog holds (another client's dir)."""
+    fresh = setup.host_for("fresh")
+    fresh.update_standby("0_0")
+    try:
+        return _entries(fresh._standby["0_0"].stores)
+    finally:
+        fresh.close()
+
+
+def _run_on(setup: _Setup, host: TaskHost, batch: int, start: int, end: int, state: Any) -> Any:
+    spec = WorkUnitSpec(batch, 0, "c", [ActiveSpec("0_0", {"in": [start, end]}, state)])
+    report = run_work_unit(
+        setup.topology, setup.config, setup.log, spec, make_task_stores, host=host
+    )
+    task = report["tasks"][0]
+    setup.seal(task, batch)
+    host.settle({"0_0": task["writer"]})
+    return task
+
+
+def test_a_promoted_standby_hands_its_open_store_over_and_replays_only_its_lag(
+    tmp_path: Path, rocksdb_opens: list[str]
+) -> None:
+    setup = _Setup(tmp_path)
+    setup.log.append("in", 0, [LogRecord(k.encode(), b"x", i) for i, k in enumerate("abacb")])
+    standby_host = setup.host_for("c2")
+    first = _run_on(setup, setup.host, 0, 0, 3, {})  # a=2, b=1: 2 changelog records
+    standby_host.update_standby("0_0")
+    standby = standby_host._standby["0_0"]
+    assert standby.local_offsets() == {"counts": 2}
+    second = _run_on(setup, setup.host, 1, 3, 4, first["state"])  # c=1: the standby lags 1
+    setup.host.release([])  # the task leaves its executor
+    handle = _counts_db(standby.stores)
+    opens_before = len(rocksdb_opens)
+
+    promoted = _run_on(setup, standby_host, 2, 4, 5, second["state"])  # b=2
+
+    assert len(rocksdb_opens) == opens_before  # no RocksDB open: the standby's database
+    active = standby_host._active["0_0"].task.stores
+    assert _counts_db(active) is handle
+    assert promoted["restored_records"] == 1  # only what the standby had not applied
+    assert standby_host.held == {"0_0"}
+    assert [v for _, v in setup.outputs()] == [1, 1, 2, 1, 2]
+    assert _entries(active) == _committed_entries(setup, tmp_path)
+    store = active.get("counts")
+    assert (store.get("a"), store.get("b"), store.get("c")) == (2, 2, 1)
+    standby_host.close()
+
+
+def test_a_retried_batch_reopens_its_task_on_the_open_store_holding_committed_data_only(
+    tmp_path: Path, rocksdb_opens: list[str]
+) -> None:
+    setup = _Setup(tmp_path)
+    setup.log.append("in", 0, [LogRecord(b"a", b"x", i) for i in range(3)])
+    first = _run_on(setup, setup.host, 0, 0, 1, {})
+    handle = _counts_db(setup.host._active["0_0"].task.stores)
+    setup.run(1, 1, 3, first["state"])  # its batch failed elsewhere: never sealed nor settled
+    opens_before = len(rocksdb_opens)
+
+    retried = _run_on(setup, setup.host, 1, 1, 3, first["state"])
+
+    assert len(rocksdb_opens) == opens_before
+    active = setup.host._active["0_0"].task.stores
+    assert _counts_db(active) is handle
+    assert retried["restored_records"] == 0  # the unsettled writes never reached the store
+    assert [v for _, v in setup.outputs()] == [1, 2, 3]
+    assert active.get("counts").get("a") == 3
+    assert _entries(active) == _committed_entries(setup, tmp_path)
+    setup.host.close()
+
+
+def test_a_demoted_active_task_hands_its_open_store_to_the_standby(
+    tmp_path: Path, rocksdb_opens: list[str]
+) -> None:
+    setup = _Setup(tmp_path)
+    setup.log.append("in", 0, [LogRecord(k.encode(), b"x", i) for i, k in enumerate("aba")])
+    _run_on(setup, setup.host, 0, 0, 3, {})
+    handle = _counts_db(setup.host._active["0_0"].task.stores)
+    opens_before = len(rocksdb_opens)
+
+    report = setup.host.update_standby("0_0")
+
+    assert len(rocksdb_opens) == opens_before
+    standby = setup.host._standby["0_0"].stores
+    assert _counts_db(standby) is handle
+    assert report["lag"] == 0 and report["restored_records"] == 0
+    assert _entries(standby) == _committed_entries(setup, tmp_path)
+    setup.host.close()
+
+
+def test_a_run_that_opened_active_tasks_starts_no_new_replica(tmp_path: Path) -> None:
+    setup = _Setup(tmp_path, partitions=2)
+    setup.log.append("in", 0, [LogRecord(b"a", b"x", 0)])
+    setup.log.append("in", 1, [LogRecord(b"b", b"x", 0)])
+    elsewhere = setup.host_for("c2")
+    spec = WorkUnitSpec(0, 0, "c2", [ActiveSpec("0_1", {"in": [0, 1]}, {})])
+    other = run_work_unit(
+        setup.topology, setup.config, setup.log, spec, make_task_stores, host=elsewhere
+    )
+    setup.seal(other["tasks"][0], 0)
+    elsewhere.settle({"0_1": other["tasks"][0]["writer"]})
+
+    def run(batch: int, start: int, end: int, state: dict[str, Any]) -> dict[str, Any]:
+        spec = WorkUnitSpec(
+            batch, 0, "c1", [ActiveSpec("0_0", {"in": [start, end]}, state)], ["0_1"]
+        )
+        report = run_work_unit(
+            setup.topology, setup.config, setup.log, spec, make_task_stores, host=setup.host
+        )
+        setup.seal(report["tasks"][0], batch)
+        setup.host.settle({"0_0": report["tasks"][0]["writer"]})
+        return report
+
+    opening = run(0, 0, 1, {})  # 0_0 opened (restored) here: the new standby waits
+    assert opening["standbys"] == {} and setup.host.held == {"0_0"}
+    kept = run(1, 1, 1, opening["tasks"][0]["state"])  # nothing opened: it starts
+    assert kept["standbys"]["0_1"]["lag"] == 0
+    assert kept["standbys"]["0_1"]["local_offsets"] == {"counts": 1}
+    assert setup.host.held == {"0_0", "0_1"}
+    setup.host.close()
+    elsewhere.close()

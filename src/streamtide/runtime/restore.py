@@ -203,7 +203,8 @@ class ChangelogRestorer:
         if why is None:
             cl.position = int(offset)  # type: ignore[arg-type]
             return
-        self.rebuild(cl, why, begin, end, level=level)
+        fresh = bool(getattr(cl.local, "created_fresh", False))  # created empty by this open
+        self.rebuild(cl, why, begin, end, level=level, empty=fresh)
 
     def rebuild(
         self,
@@ -213,13 +214,15 @@ class ChangelogRestorer:
         end: int | None = None,
         *,
         level: int = logging.WARNING,
+        empty: bool = False,
     ) -> None:
-        """Wipe the local copy and restart from the newest usable snapshot (an unreadable one
-        is skipped for the next older) or the beginning, logging why at ``level`` (DEBUG when
-        there is nothing to restore)."""
+        """Wipe the local copy (unless ``empty``: it was just created) and restart from the
+        newest usable snapshot (an unreadable one is skipped for the next older) or the
+        beginning, logging why at ``level`` (DEBUG when there is nothing to restore)."""
         begin = self.begin(cl) if begin is None else begin
         end = self.end(cl) if end is None else end
-        cl.local.clear()
+        if not empty:
+            cl.local.clear()
         if end == 0:
             level = logging.DEBUG
         for snapshot in self._usable_snapshots(cl, begin, end):

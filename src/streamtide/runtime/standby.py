@@ -6,7 +6,9 @@ changelog) and keeps the records at or beyond it, applying them once a later com
 limit. It opens its stores in the same directory an active task of the same id would use, with
 the same checkpoint file, so when the task moves here the active task restores only the lag.
 Like an active task it opens its stores at the start of a work unit and closes them at the end
-(RocksDB allows one process per database).
+(RocksDB allows one process per database); a long-running work unit keeps it open between
+runs and, when the task is promoted there, hands its open databases to the active task
+(``TaskHost``).
 """
 
 from __future__ import annotations

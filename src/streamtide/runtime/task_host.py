@@ -12,6 +12,12 @@ the task otherwise (its next open replays what was committed). A run for a task 
 attempt is unsettled, or whose committed state is not the one the held task reached, rebuilds
 the task from the committed state first.
 
+A task that changes role here (a standby promoted to active, an active task demoted to
+standby) or is rebuilt from its commit closes its old copy and opens the new one within one
+``rocksdb_handover.handover()`` block: the new copy takes the old one's open RocksDB databases
+instead of reopening them, and starts from the checkpoint the old copy wrote, replaying only
+what that lacks, exactly as after a reopen.
+
 On a Kafka log a run commits itself instead, in the task's own transaction
 (``runtime.kafka_task_commit``), and applies its writes once Kafka confirmed the commit.
 """
@@ -45,6 +51,7 @@ from streamtide.runtime.store_query import (
     query_kind,
 )
 from streamtide.runtime.stream_task import StreamTask, task_options
+from streamtide.state.rocksdb_handover import handover
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +96,8 @@ class TaskHost:
         self._active: dict[str, _Held] = {}
         self._standby: dict[str, StandbyTask] = {}
         self._group: Any = None  # the application's consumer-group offsets (Kafka log)
+        #: active tasks with stores opened so far (a run that opened one restored: work_unit)
+        self.opened = 0
 
     @property
     def held(self) -> set[str]:
@@ -116,17 +125,18 @@ class TaskHost:
         ``writer``; return the task's report."""
         started = time.perf_counter()
         phases = _Phases()
-        if task_id in self._standby:  # promoted here: its standby copy holds the stores
-            self._close_standby(task_id)
-        held = self._active.get(task_id)
-        if held is not None and (held.pending is not None or held.state != state):
-            self._close_active(task_id, "its committed state moved on elsewhere")
-            held = None
-        before: dict[str, int] = {}  # a task opened now counts its restore in this run
-        if held is None:
-            held = self._open_active(task_id, state, batch)
-        else:
-            before = held.task.metrics.as_dict()
+        with handover():  # a copy closed here hands its open databases to the one opened
+            if task_id in self._standby:  # promoted here: its standby copy holds the stores
+                self._close_standby(task_id)
+            held = self._active.get(task_id)
+            if held is not None and (held.pending is not None or held.state != state):
+                self._close_active(task_id, "its committed state moved on elsewhere")
+                held = None
+            before: dict[str, int] = {}  # a task opened now counts its restore in this run
+            if held is None:
+                held = self._open_active(task_id, state, batch)
+            else:
+                before = held.task.metrics.as_dict()
         phases.mark("restore")
         if held.kafka is not None:
             decision = held.kafka.decide(state, ranges)
@@ -134,9 +144,10 @@ class TaskHost:
                 self._close_active(task_id, "an earlier attempt committed its run")
                 return _already_committed(task_id, writer, decision.state, started)
             if decision.state.to_dict() != state:  # Kafka holds another state: start there
-                self._close_active(task_id, "Kafka's committed state is not the planned one")
                 state, ranges = decision.state.to_dict(), decision.ranges
-                held = self._open_active(task_id, state, batch)
+                with handover():
+                    self._close_active(task_id, "Kafka's committed state is not the planned one")
+                    held = self._open_active(task_id, state, batch)
                 before = {}
         task = held.task
         try:
@@ -282,6 +293,8 @@ class TaskHost:
             stores.checkpoint_records = KEPT_CHECKPOINT_RECORDS
         held = _Held(task, collector, state, kafka=kafka)
         self._active[task_id] = held
+        if stores is not None:
+            self.opened += 1
         try:
             task.initialize()
         except BaseException:
@@ -314,16 +327,21 @@ class TaskHost:
         close as ``deadline`` allows (at least ``at_least`` records per store);
         ``input_offsets`` are the active task's committed input offsets (how far stores whose
         changelog is a source topic may go)."""
-        if task_id in self._active:  # demoted here: its active copy holds the stores
-            self._close_active(task_id, "it became a standby here")
-        standby = self._standby.get(task_id)
-        if standby is None:
-            standby = self._standby[task_id] = self._new_standby(task_id, input_offsets)
-        elif input_offsets is not None:
-            standby.set_input_offsets(input_offsets)
-        before = standby.metrics.get(RECORDS_RESTORED)
+        with handover():  # a demoted active copy hands its open databases to the standby
+            if task_id in self._active:  # demoted here: its active copy holds the stores
+                self._close_active(task_id, "it became a standby here")
+            standby = self._standby.get(task_id)
+            if standby is None:
+                standby = self._standby[task_id] = self._new_standby(task_id, input_offsets)
+            elif input_offsets is not None:
+                standby.set_input_offsets(input_offsets)
+            before = standby.metrics.get(RECORDS_RESTORED)
+            try:
+                standby.initialize()
+            except BaseException:
+                self._close_standby(task_id)
+                raise
         try:
-            standby.initialize()
             applied = standby.catch_up(deadline, at_least)
             report = {
                 "local_offsets": standby.local_offsets(),

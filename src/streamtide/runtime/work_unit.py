@@ -86,7 +86,12 @@ TaskStoresFactory = Callable[..., Any]
 #: each store at least ``REPLICA_STEP`` records per batch. Processing time bounds the
 #: changelog records the batch wrote, so standbys keep up; a replica built from scratch (a new
 #: standby after a failover, a warm-up on a new executor) takes several batches instead of
-#: holding up the commit of the batch, which in a failover is the one that recovers.
+#: holding up the commit of the batch, which in a failover is the one that recovers. For the
+#: same reason a long-running work unit opens a replica it does not hold yet only in a run
+#: whose active tasks opened nothing (not in a failover or a retried batch: Kafka Streams
+#: likewise updates standbys only once no active task is restoring) and only while the budget
+#: lasts after the replicas it holds: new replicas then start one after another, not all in
+#: the batch that follows a failover.
 REPLICA_BUDGET_MIN_S = 0.05
 REPLICA_STEP = 2_000
 
@@ -130,6 +135,7 @@ def run_work_unit(
         host.update_global_stores(spec.global_ends)
     attempt = new_attempt()
     prefix = writer_prefix(config.application_id, spec.batch, spec.stage)
+    opened = host.opened
     try:
         reports = [
             host.run_active(
@@ -141,15 +147,18 @@ def run_work_unit(
             )
             for active in spec.active
         ]
-        standbys = {}
+        standbys: dict[str, Any] = {}
         if stores_factory is not None:
             deadline = time.perf_counter() + max(REPLICA_BUDGET_MIN_S, _processing_s(reports))
-            standbys = {
-                task_id: host.update_standby(
+            held = host.held if host.keep_open else None  # None: every replica opens anyway
+            restoring = host.opened > opened
+            for task_id in sorted(spec.standby, key=lambda t: held is not None and t not in held):
+                new = held is not None and task_id not in held
+                if new and (restoring or time.perf_counter() >= deadline):
+                    continue  # a new replica waits for a run with time to spare
+                standbys[task_id] = host.update_standby(
                     task_id, spec.standby_offsets.get(task_id), deadline, REPLICA_STEP
                 )
-                for task_id in spec.standby
-            }
     finally:
         if own_host:
             host.close()

@@ -2,7 +2,9 @@
 
 RocksDB allows one process per database, and a Spark executor runs several Python workers, so
 a store is opened when its task starts and closed when it ends; an open handle is never kept
-across tasks. Keys are ordered by unsigned byte order, like the in-memory store.
+across tasks. Within a ``rocksdb_handover.handover()`` block, a closing store leaves its
+database open for the next store opening the same directory in that process. Keys are ordered
+by unsigned byte order, like the in-memory store.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from rocksdict import Checkpoint, Options, Rdict, ReadOptions, WriteBatch
 
 from streamtide.errors import StoreError
 from streamtide.processor.api import StateStoreContext
+from streamtide.state import rocksdb_handover as handover
 from streamtide.state import rocksdb_recovery as recovery
 from streamtide.state.api import KeyValueBytesStore
 from streamtide.state.stores import register_key_value_store_kind
@@ -36,6 +39,17 @@ def _options() -> Options:
     options.set_keep_log_file_num(2)
     options.set_max_log_file_size(1 << 20)
     return options
+
+
+def _closer(path: Path | None) -> Any:
+    """Closes a database opened at ``path`` (and records that it is no longer held here)."""
+
+    def close(db: Rdict) -> None:
+        db.close()
+        if path is not None:
+            recovery.closed(path)
+
+    return close
 
 
 def _after(key: bytes) -> bytes:
@@ -83,6 +97,10 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
     def _open_at(self, path: Path) -> None:
         if self._db is not None:
             raise StoreError(f"store {self.name!r} is already open at {self._path}")
+        handed = handover.take(path)
+        if handed is not None:  # a store of this directory closed within a handover block
+            self._db, self._path, self.created_fresh = handed, path, False
+            return
         path.mkdir(parents=True, exist_ok=True)
         self.created_fresh = not (path / "CURRENT").exists()
         deadline = time.monotonic() + LOCK_WAIT_S
@@ -142,22 +160,28 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
             self._db.flush_wal(True)
 
     def close(self) -> None:
-        """Close the database; iterators still open are closed first, since a live RocksDB
-        iterator would keep the database (and its lock) alive."""
-        self._close_db()
+        """Close the database (within a handover block: leave it open for the next store of
+        this directory); iterators still open are closed first, since a live RocksDB iterator
+        would keep the database (and its lock) alive."""
+        self._close_db(hand_over=self._own_dir is None)
         if self._own_dir is not None:
             shutil.rmtree(self._own_dir, ignore_errors=True)
             self._own_dir = None
 
-    def _close_db(self) -> None:
+    def _close_db(self, hand_over: bool = False) -> None:
         for iterator in list(self._iterators):
             iterator.close()  # type: ignore[attr-defined]
         self._iterators = weakref.WeakSet()
         db, self._db = self._db, None
-        if db is not None:
-            db.close()
-            if self._path is not None:
-                recovery.closed(self._path)
+        if db is None:
+            return
+        if (
+            hand_over
+            and self._path is not None
+            and handover.shelve(self._path, db, _closer(self._path))
+        ):
+            return
+        _closer(self._path)(db)
 
     # ---- point operations ----------------------------------------------------------------
 
