@@ -1,0 +1,83 @@
+"""Active and standby tasks of one work-unit host on a Kafka log: runs commit in their own
+transactions, standbys catch up across the transaction markers, and a standby promoted after
+its active copy moved away continues exactly where Kafka says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from streamtide import StreamsConfig
+from streamtide.log import LogRecord, open_log
+from streamtide.runtime.state_factory import make_task_stores
+from streamtide.runtime.task_host import TaskHost
+from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, client_state_dir, run_work_unit
+from tests.kafka_broker import KAFKA_TEST_OPTIONS, read_committed
+from tests.runtime.test_task_host import _topology
+
+pytestmark = pytest.mark.kafka
+
+
+class _KafkaSetup:
+    def __init__(self, url: str, tmp_path: Path) -> None:
+        self.log = open_log(url, **KAFKA_TEST_OPTIONS)
+        self.log.create_topic("in", 1)
+        self.log.create_topic("counts-out", 1)
+        self.log.create_topic("app-counts-changelog", 1, configs={"cleanup.policy": "compact"})
+        self.url = url
+        self.config = StreamsConfig(
+            application_id="app",
+            log=url,
+            log_options=dict(KAFKA_TEST_OPTIONS),
+            state_dir=str(tmp_path / "state"),
+        )
+        self.topology = _topology()
+
+    def host_for(self, client: str) -> TaskHost:
+        return TaskHost(
+            self.topology,
+            self.config,
+            self.log,
+            make_task_stores,
+            client_state_dir(self.config, client),
+            keep_open=True,
+        )
+
+    def run_on(self, host: TaskHost, batch: int, start: int, end: int, state: Any) -> Any:
+        spec = WorkUnitSpec(batch, 0, "c", [ActiveSpec("0_0", {"in": [start, end]}, state)])
+        report = run_work_unit(
+            self.topology, self.config, self.log, spec, make_task_stores, host=host
+        )
+        return report["tasks"][0]
+
+
+def test_a_standby_follows_a_kafka_changelog_and_takes_over_exactly(kafka_url, tmp_path) -> None:
+    setup = _KafkaSetup(kafka_url, tmp_path)
+    setup.log.append("in", 0, [LogRecord(k.encode(), b"x", i + 1) for i, k in enumerate("abacb")])
+    active, standby = setup.host_for("c1"), setup.host_for("c2")
+    first = setup.run_on(active, 0, 0, 3, {})  # a=2, b=1: committed by its own transaction
+    assert first["segments"] == [] and first["state"]["offsets"] == {"in:0": 3}
+    caught = standby.update_standby("0_0")
+    assert caught["lag"] == 0 and caught["local_offsets"]["counts"] >= 2
+    second = setup.run_on(active, 1, 3, 4, first["state"])  # c=1
+    again = standby.update_standby("0_0")
+    assert again["lag"] == 0 and again["applied"] == 1  # one record; the markers are gaps
+    active.release([])  # the task leaves its executor
+
+    promoted = setup.run_on(standby, 2, 4, 5, second["state"])  # b=2
+
+    assert promoted["restored_records"] == 0  # the standby was current
+    rows = read_committed(setup.url, "counts-out")[0]
+    assert [(k, int.from_bytes(v, "big")) for k, v, _ in rows] == [
+        (b"a", 1),
+        (b"b", 1),
+        (b"a", 2),
+        (b"c", 1),
+        (b"b", 2),
+    ]
+    store = standby._active["0_0"].task.stores.get("counts")
+    assert (store.get("a"), store.get("b"), store.get("c")) == (2, 2, 1)
+    standby.close()
+    active.close()
