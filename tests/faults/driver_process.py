@@ -160,11 +160,19 @@ class LongRunningExecutorDriver(ChildExecutorDriver):
 
 
 def config_args(config) -> dict:
-    return {"log": config.log, "state_dir": config.state_dir, "app": config.application_id}
+    return {
+        "log": config.log,
+        "state_dir": config.state_dir,
+        "app": config.application_id,
+        "guarantee": config.processing_guarantee,
+    }
 
 
 def make_config(args: dict):
-    return engine_config(args["log"], args["state_dir"], app=args["app"])
+    guarantee = args.get("guarantee", "exactly_once")
+    return engine_config(
+        args["log"], args["state_dir"], app=args["app"], processing_guarantee=guarantee
+    )
 
 
 def main() -> None:
@@ -176,8 +184,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--execution", choices=["continuous", "micro_batch"], default="micro_batch")
     parser.add_argument("--app", default="faults")
+    parser.add_argument("--guarantee", default="exactly_once")
     args = parser.parse_args()
-    config = make_config({"log": args.log, "state_dir": args.state_dir, "app": args.app})
+    config = make_config(
+        {"log": args.log, "state_dir": args.state_dir, "app": args.app, "guarantee": args.guarantee}
+    )
     rnd = random.Random(args.seed)
     kind = LongRunningExecutorDriver if args.execution == "continuous" else ChildExecutorDriver
     driver = kind(config, args.executor_kill, Path(args.kills_file), rnd)

@@ -54,3 +54,40 @@ def test_thirty_driver_kills_and_ten_executor_kills(
     print(f"\nrandom-kill run ({execution}, {log} log, seed {seed}): {run}")
     assert run.driver_kills >= 30 and run.executor_kills >= 10
     assert (run.lost, run.duplicated) == (0, 0)
+
+
+@pytest.mark.kafka
+def test_random_kills_at_least_once_on_kafka_lose_nothing(tmp_path, kafka_url) -> None:
+    """Without transactions a killed attempt's records can stay and be written again by the
+    retry: duplicates are allowed (and counted), missing records are not."""
+    run = run_with_kills(
+        tmp_path,
+        events=240,
+        driver_kills=3,
+        executor_kill=0.3,
+        seed=9,
+        execution="continuous",
+        kafka_url=kafka_url,
+        guarantee="at_least_once",
+    )
+    print(f"\nat-least-once random-kill run on Kafka: {run}")
+    assert run.driver_kills == 3 and run.lost == 0
+
+
+@pytest.mark.faults
+@pytest.mark.kafka
+def test_thirty_driver_kills_at_least_once_on_kafka(tmp_path, kafka_url) -> None:
+    run = run_with_kills(
+        tmp_path,
+        events=4000,
+        driver_kills=32,
+        executor_kill=0.4,
+        seed=101,
+        min_executor_kills=12,
+        execution="continuous",
+        kafka_url=kafka_url,
+        guarantee="at_least_once",
+    )
+    print(f"\nrandom-kill run (continuous, kafka log, at_least_once, seed 101): {run}")
+    assert run.driver_kills >= 30 and run.executor_kills >= 10
+    assert run.lost == 0
