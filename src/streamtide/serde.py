@@ -8,6 +8,7 @@ deprecated ``int()``, ``float()`` and ``windowed()`` keep the bytes they wrote b
 from __future__ import annotations
 
 import json
+import json.encoder as json_encoder
 import struct
 import uuid
 import warnings
@@ -25,6 +26,24 @@ _INT = struct.Struct(">i")
 _LONG = struct.Struct(">q")
 _FLOAT = struct.Struct(">f")
 _JSON_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+#: ``_JSON_ENCODER``'s C encoder built once (``encode`` builds one per call), without the
+#: circular-reference check: a failure of any kind redoes the value the full way, which
+#: raises the precise error.
+_JSON_ONE_SHOT = (
+    None
+    if json_encoder.c_make_encoder is None
+    else json_encoder.c_make_encoder(
+        None,
+        _JSON_ENCODER.default,
+        json_encoder.encode_basestring_ascii,
+        None,
+        ":",
+        ",",
+        True,
+        False,
+        True,
+    )
+)
 _JSON_DECODER = json.JSONDecoder()
 _DOUBLE = struct.Struct(">d")
 _MAX_LONG = (1 << 63) - 1
@@ -134,6 +153,22 @@ class BytesSerde(Serde[bytes]):
 class StringSerde(Serde[str]):
     name = "string"
 
+    def serialize(self, value: str | None) -> bytes | None:
+        if value.__class__ is str:  # the common case in one call; the rest as the base does
+            try:
+                return value.encode("utf-8")  # type: ignore[union-attr]
+            except UnicodeError:
+                pass
+        return Serde.serialize(self, value)
+
+    def deserialize(self, data: bytes | None) -> str | None:
+        if data.__class__ is bytes:
+            try:
+                return data.decode("utf-8")  # type: ignore[union-attr]
+            except UnicodeError:
+                pass
+        return Serde.deserialize(self, data)
+
     def _to_bytes(self, value: str) -> bytes:
         if not isinstance(value, str):
             raise TypeError("expected str")
@@ -158,6 +193,24 @@ class _FixedSerde(Serde[T]):
         self.name = name
         self._layout = layout
         self._kind = kind
+        self._pack = layout.pack
+        self._unpack = layout.unpack
+
+    def serialize(self, value: T | None) -> bytes | None:
+        if value.__class__ is self._kind:  # the common case in one call (bool is no int here)
+            try:
+                return self._pack(value)
+            except (struct.error, OverflowError):
+                pass
+        return Serde.serialize(self, value)
+
+    def deserialize(self, data: bytes | None) -> T | None:
+        if data.__class__ is bytes:
+            try:
+                return self._unpack(data)[0]  # type: ignore[no-any-return]
+            except struct.error:
+                pass
+        return Serde.deserialize(self, data)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         # struct.Struct does not pickle; serdes travel to Spark executors.
@@ -230,14 +283,28 @@ class JsonSerde(Serde[Any]):
 
     name = "json"
 
+    def serialize(self, value: Any) -> bytes | None:
+        if _JSON_ONE_SHOT is not None and value is not None:
+            try:
+                return "".join(_JSON_ONE_SHOT(value, 0)).encode("utf-8")
+            except Exception:
+                pass  # the full path below gives the precise error
+        return Serde.serialize(self, value)
+
     def _to_bytes(self, value: Any) -> bytes:
-        return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        return _JSON_ENCODER.encode(value).encode("utf-8")
 
     def _from_bytes(self, data: bytes) -> Any:
         return json.loads(bytes(data).decode("utf-8"))
 
     def _to_bytes_many(self, values: list[Any]) -> list[bytes | None]:
         dumps = _JSON_ENCODER.encode
+        if _JSON_ONE_SHOT is not None:
+            one_shot, join = _JSON_ONE_SHOT, "".join
+            return [
+                None if value is None else join(one_shot(value, 0)).encode("utf-8")
+                for value in values
+            ]
         return [None if value is None else dumps(value).encode("utf-8") for value in values]
 
     def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:
