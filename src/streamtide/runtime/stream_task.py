@@ -451,12 +451,16 @@ class StreamTask:
         try:
             node.processor.process(record)
         except Exception:
-            if self._failed_node is None:
-                self._failed_node = node.name
-                self._failed_record = record
+            self.note_failure(node, record)
             raise
         finally:
             context.current_node = previous
+
+    def note_failure(self, node: Any, record: Record) -> None:
+        """Remember the innermost node that raised and what it was given (for the error)."""
+        if self._failed_node is None:
+            self._failed_node = node.name
+            self._failed_record = record
 
     def _on_processing_error(self, exc: Exception, topic: str, raw: RawRecord) -> None:
         """Skip the record if the processing handler says so; else raise the wrapped error
