@@ -118,6 +118,22 @@ class Serde(Generic[T]):
         return f"Serdes.{self.name}()"
 
 
+def exact_values(serde: Serde) -> frozenset[type]:
+    """Classes of values that ``serde`` gives back exactly (same class, equal value) when it
+    deserializes what it serialized, and that cannot change in place: a batch operator may
+    keep such a value next to its bytes instead of deserializing them again."""
+    kind = type(serde)
+    if kind is StringSerde:
+        return frozenset({str})
+    if kind is JsonSerde:
+        return frozenset({int, str})
+    if kind is _FixedSerde and serde._kind is int:  # type: ignore[attr-defined]
+        return frozenset({int})
+    if kind is BytesSerde:
+        return frozenset({bytes})
+    return frozenset()
+
+
 def resolve_serde(serde: Serde | None, default: Serde) -> Serde:
     """``serde``, or ``default`` when it is None; a serde that wraps an inner serde left
     unset (``inner_serde_unset``) gets ``default`` as its inner serde."""

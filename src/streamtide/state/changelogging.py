@@ -246,6 +246,12 @@ class ChangeLoggingKeyValueBytesStore(BytesLayoutStore, KeyValueBytesStore):
             self.inner.put_all(entries)
             return
         self._check_writable(b"")
+        entries = list(entries)
+        if None not in [key for key, _ in entries]:
+            if entries:
+                self._writes.put_many(entries)
+                self._clean = False
+            return
         put = self._writes.put
         for key, value in entries:
             if key is None:

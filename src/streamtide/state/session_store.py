@@ -13,6 +13,7 @@ so a restore from the changelog brings back the complete state.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,9 @@ from streamtide.state.encoding import (
 from streamtide.state.segments import SegmentedLayoutStore, Segments
 from streamtide.state.stores import KeyValueBytesStoreSupplier, SupplierStoreBuilder
 from streamtide.window import Window, Windowed
+
+_U64 = struct.Struct(">Q")
+_BIAS = 1 << 63  # encode_long's shift, inlined in write_all_at
 
 #: 16 bytes of 0xff: greater than any encoded (end, start) pair.
 _ALL_ONES = b"\xff" * 16
@@ -75,58 +79,55 @@ class SessionStore(SegmentedLayoutStore):
         """Delete ``session`` (no-op when it is not stored)."""
         self.put(session, None)
 
-    def write_all_at(self, updates: list[tuple[int, Windowed, bytes | None]]) -> None:
-        """Apply ``(stream_time, session, serialized aggregate or None)`` updates in order, each
-        as ``put`` would have at that stream time: segments expire at the same points and
-        expired puts are ignored. Only each session's last effective update reaches the inner
-        store, which then holds what the sequence of ``put`` calls leaves (batch processing's
-        write-back)."""
+    def write_all_at(self, updates: list[tuple[int, bytes, int, int, bytes | None]]) -> None:
+        """Apply ``(stream_time, serialized key, start, end, serialized aggregate or None)``
+        updates in order, each as ``put`` would have at that stream time: segments expire at
+        the same points and expired puts are ignored. Only each session's last effective
+        update reaches the inner store, which then holds what the sequence of ``put`` calls
+        leaves (batch processing's write-back)."""
         segments = self._open()
-        key_bytes: dict[Any, bytes] = {}
-        idents: list[tuple[bytes, int, int]] = []
-        cutoffs: list[int] = []  # live_from at each update's stream time
         last: dict[tuple[bytes, int, int], int] = {}
         live_at, cutoff = None, 0
-        for index, (now, session, value) in enumerate(updates):
+        for index, (now, key, start, end, value) in enumerate(updates):
             if now != live_at:
                 live_at, cutoff = now, segments.live_from(now)
-            cutoffs.append(cutoff)
-            key = session.key
-            try:
-                encoded = key_bytes.get(key)
-            except TypeError:  # an unhashable key
-                encoded = None
-            if encoded is None:
-                encoded = self._key_bytes(key)
-                try:
-                    key_bytes[key] = encoded
-                except TypeError:
-                    pass
-            window = session.window
-            ident = (encoded, window.start, window.end)
-            idents.append(ident)
-            if value is None or window.end >= cutoff:
-                last[ident] = index
-        put = self.inner.put
-        entry_key = self._entry_key
-        segment_id = segments.segment_id
+            if value is None or end >= cutoff:
+                last[(key, start, end)] = index
+        interval = segments.interval
+        prefixes: dict[int, bytes] = {}  # segment id -> its prefix
+        encoded_keys: dict[bytes, bytes] = {}  # key -> its length-prefixed form
+        pending: list[tuple[bytes, bytes | None]] = []
         newest = None
         dropped_below = None
-        for index, (now, _session, value) in enumerate(updates):
-            ident = idents[index]
+        live_at = None
+        for index, (now, key, start, end, value) in enumerate(updates):
             if value is not None:
-                cutoff = cutoffs[index]
-                below = segment_id(cutoff)
-                if below != dropped_below:  # what put's expiry check does, once per segment
-                    segments.drop_expired(now)
-                    dropped_below = below
-                end = ident[2]
+                if now != live_at:
+                    live_at, cutoff = now, segments.live_from(now)
+                    below = cutoff // interval
+                    if below != dropped_below:  # what put's expiry check does, once per segment
+                        if pending:  # the writes before the expiry go first
+                            self.inner.put_all(pending)
+                            pending = []
+                        segments.drop_expired(now)
+                        dropped_below = below
                 if end < cutoff:
                     continue
                 if newest is None or end > newest:
                     newest = end
-            if last.get(ident) == index:
-                put(entry_key(segments, *ident), value)
+            if last.get((key, start, end)) == index:
+                segment = end // interval
+                prefix = prefixes.get(segment)
+                if prefix is None:
+                    prefix = prefixes[segment] = segments.prefix(segment)
+                encoded = encoded_keys.get(key)
+                if encoded is None:
+                    encoded = encoded_keys[key] = encode_key(key)
+                pending.append(
+                    (prefix + encoded + _U64.pack(end + _BIAS) + _U64.pack(start + _BIAS), value)
+                )
+        if pending:
+            self.inner.put_all(pending)
         if newest is not None:
             segments.note_time(newest)
 
