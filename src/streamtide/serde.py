@@ -13,6 +13,7 @@ import struct
 import uuid
 import warnings
 from collections.abc import Callable
+from itertools import repeat
 from typing import Any, Generic, TypeVar
 
 from streamtide.errors import ConfigError, SerdeError
@@ -118,6 +119,16 @@ class Serde(Generic[T]):
         return f"Serdes.{self.name}()"
 
 
+def _texts(items: list[bytes | None]) -> list[str] | None:
+    """The UTF-8 texts of a column of byte strings, decoded as one (a few calls, not one per
+    item); None when the column is empty, has a None, or an item holds a NUL byte (the
+    separator), so the caller decodes item by item. Invalid UTF-8 in any item raises."""
+    if not items or None in items:
+        return None
+    texts = b"\x00".join(items).decode("utf-8").split("\x00")  # type: ignore[arg-type]
+    return texts if len(texts) == len(items) else None
+
+
 def exact_values(serde: Serde) -> frozenset[type]:
     """Classes of values that ``serde`` gives back exactly (same class, equal value) when it
     deserializes what it serialized, and that cannot change in place: a batch operator may
@@ -199,6 +210,9 @@ class StringSerde(Serde[str]):
         return [None if value is None else value.encode("utf-8") for value in values]
 
     def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:
+        texts = _texts(items)
+        if texts is not None:
+            return texts
         return [None if data is None else data.decode("utf-8") for data in items]
 
 
@@ -327,6 +341,17 @@ class JsonSerde(Serde[Any]):
         # The decoder's scanner parses one value; text it does not consume entirely (white
         # space around the value, or anything invalid) goes through the full decoder.
         scan, decode = _JSON_DECODER.scan_once, _JSON_DECODER.decode
+        texts = _texts(items)
+        if texts is not None:
+            scanned = list(map(scan, texts, repeat(0)))  # a StopIteration ends it early
+            if len(scanned) == len(texts):
+                values = [value for value, _ in scanned]
+                ends = [end for _, end in scanned]
+                if ends != list(map(len, texts)):
+                    for index, text in enumerate(texts):
+                        if ends[index] != len(text):
+                            values[index] = decode(text)
+                return values
         out = []
         for data in items:
             if data is None:

@@ -81,16 +81,17 @@ class EmitCache:
         pending = self._pending
         ident: Hashable = (key, start, end)
         try:
-            pending.pop(ident, None)
+            previous = pending.pop(ident, None)
         except TypeError:
             ident = _cache_key(ident)
-            pending.pop(ident, None)
-        if created:
-            self._created.add(ident)
-        elif value is None and ident in self._created:
-            self._created.discard(ident)
-            return
-        pending[ident] = (key, start, end, value, timestamp, headers)
+            previous = pending.pop(ident, None)
+        # the last element says whether the key was created since the last flush (emit keeps
+        # that in ``_created``; here it travels with the pending update)
+        if not created and previous is not None and previous[6]:
+            if value is None:
+                return  # never emitted: no update, no tombstone
+            created = True
+        pending[ident] = (key, start, end, value, timestamp, headers, created)
 
     def flush(self) -> None:
         self._created.clear()
@@ -98,7 +99,7 @@ class EmitCache:
         forward = self.context.forward
         for record in pending.values():
             if record.__class__ is tuple:  # from emit_window
-                key, start, end, value, timestamp, headers = record
+                key, start, end, value, timestamp, headers, _ = record
                 record = Record(Windowed(key, Window(start, end)), value, timestamp, headers)
             forward(record)
 

@@ -30,8 +30,8 @@ from streamtide.state.segments import SegmentedLayoutStore, Segments
 from streamtide.state.stores import KeyValueBytesStoreSupplier, SupplierStoreBuilder
 from streamtide.window import Window, Windowed
 
-_U64 = struct.Struct(">Q")
-_BIAS = 1 << 63  # encode_long's shift, inlined in write_all_at
+_BOUNDS = struct.Struct(">QQ")  # end, then start, each shifted as encode_long does
+_BIAS = 1 << 63
 
 #: 16 bytes of 0xff: greater than any encoded (end, start) pair.
 _ALL_ONES = b"\xff" * 16
@@ -85,49 +85,57 @@ class SessionStore(SegmentedLayoutStore):
         the same points and expired puts are ignored. Only each session's last effective
         update reaches the inner store, which then holds what the sequence of ``put`` calls
         leaves (batch processing's write-back)."""
+        if not updates:
+            return
         segments = self._open()
-        last: dict[tuple[bytes, int, int], int] = {}
-        live_at, cutoff = None, 0
-        for index, (now, key, start, end, value) in enumerate(updates):
-            if now != live_at:
-                live_at, cutoff = now, segments.live_from(now)
-            if value is None or end >= cutoff:
-                last[(key, start, end)] = index
         interval = segments.interval
+        lag = updates[0][0] - segments.live_from(updates[0][0])  # stream time - live_from
+        last: dict[tuple[bytes, int, int], int] = {}  # session -> its last effective update
+        drops: list[tuple[int, int]] = []  # (update index, stream time): expire segments there
+        newest = None
+        live_at, cutoff, dropped_below = None, 0, None
+        for index, (now, key, start, end, value) in enumerate(updates):
+            if value is None:
+                last[(key, start, end)] = index
+                continue
+            if now != live_at:
+                live_at, cutoff = now, now - lag
+                below = cutoff // interval
+                if below != dropped_below:  # what put's expiry check does, once per segment
+                    drops.append((index, now))
+                    dropped_below = below
+            if end >= cutoff:
+                last[(key, start, end)] = index
+                if newest is None or end > newest:
+                    newest = end
         prefixes: dict[int, bytes] = {}  # segment id -> its prefix
         encoded_keys: dict[bytes, bytes] = {}  # key -> its length-prefixed form
         pending: list[tuple[bytes, bytes | None]] = []
-        newest = None
-        dropped_below = None
-        live_at = None
-        for index, (now, key, start, end, value) in enumerate(updates):
-            if value is not None:
-                if now != live_at:
-                    live_at, cutoff = now, segments.live_from(now)
-                    below = cutoff // interval
-                    if below != dropped_below:  # what put's expiry check does, once per segment
-                        if pending:  # the writes before the expiry go first
-                            self.inner.put_all(pending)
-                            pending = []
-                        segments.drop_expired(now)
-                        dropped_below = below
-                if end < cutoff:
-                    continue
-                if newest is None or end > newest:
-                    newest = end
-            if last.get((key, start, end)) == index:
-                segment = end // interval
-                prefix = prefixes.get(segment)
-                if prefix is None:
-                    prefix = prefixes[segment] = segments.prefix(segment)
-                encoded = encoded_keys.get(key)
-                if encoded is None:
-                    encoded = encoded_keys[key] = encode_key(key)
-                pending.append(
-                    (prefix + encoded + _U64.pack(end + _BIAS) + _U64.pack(start + _BIAS), value)
-                )
+        pack = _BOUNDS.pack
+        drops.append((len(updates), 0))  # a sentinel after the last update
+        drop_at, drop_now = drops[0]
+        next_drop = 1
+        for index in sorted(last.values()):
+            _, key, start, end, value = updates[index]
+            while drop_at <= index:
+                if pending:  # the writes before the expiry go first
+                    self.inner.put_all(pending)
+                    pending = []
+                segments.drop_expired(drop_now)
+                drop_at, drop_now = drops[next_drop]
+                next_drop += 1
+            segment = end // interval
+            prefix = prefixes.get(segment)
+            if prefix is None:
+                prefix = prefixes[segment] = segments.prefix(segment)
+            encoded = encoded_keys.get(key)
+            if encoded is None:
+                encoded = encoded_keys[key] = encode_key(key)
+            pending.append((prefix + encoded + pack(end + _BIAS, start + _BIAS), value))
         if pending:
             self.inner.put_all(pending)
+        for _, drop_now in drops[next_drop - 1 : -1]:  # expiries after the last write
+            segments.drop_expired(drop_now)
         if newest is not None:
             segments.note_time(newest)
 
