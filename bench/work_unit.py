@@ -48,9 +48,11 @@ def run_task(
         for topic in (*sub.sink_topics, *sub.source_topics):
             log.create_topic(topic, w.partitions, exist_ok=True)
     config = StreamsConfig(
-        application_id=f"wu-{operation}-{int(batch_processing)}",
+        # the profiled run is an application of its own: it must not restore the timed run's
+        # changelogs (restore calls would count as calls per record)
+        application_id=f"wu-{operation}-{int(batch_processing)}{'-profiled' if profile else ''}",
         log=log.url,
-        state_dir=str(root / f"state-{operation}-{int(batch_processing)}"),
+        state_dir=str(root / f"state-{operation}-{int(batch_processing)}{'-profiled' * profile}"),
         batch_processing=batch_processing,
     )
     end_offset = log.end_offset(TOPIC, 0)
@@ -122,7 +124,6 @@ def main(argv: list[str] | None = None) -> None:
                 seconds, records, _ = run_task(root, operation, w, batch_processing)
                 calls = 0
                 if args.profile:
-                    shutil.rmtree(root / f"state-{operation}-{int(batch_processing)}")
                     _, _, calls = run_task(
                         root,
                         operation,
