@@ -16,17 +16,33 @@ from streamtide.log.segments import headers_array
 
 
 class _Columns:
-    """One partition's pending records, column by column."""
+    """One partition's pending records: sent one by one as rows (one append each), sent in
+    bulk as columns; turned into one table in the order they came."""
 
-    __slots__ = ("headers", "keys", "timestamps", "values")
+    __slots__ = ("headers", "keys", "rows", "timestamps", "values")
 
     def __init__(self) -> None:
         self.keys: list[bytes | None] = []
         self.values: list[bytes | None] = []
         self.timestamps: list[int] = []
         self.headers: list[Any] = []
+        self.rows: list[tuple[bytes | None, bytes | None, int, Any]] = []
+
+    def _move_rows(self) -> None:
+        """Append the pending rows to the columns (before columns are added, and at the end)."""
+        if self.rows:
+            keys, values, timestamps, headers = zip(*self.rows)
+            self.keys.extend(keys)
+            self.values.extend(values)
+            self.timestamps.extend(timestamps)
+            self.headers.extend(headers)
+            self.rows = []
+
+    def __len__(self) -> int:
+        return len(self.keys) + len(self.rows)
 
     def table(self) -> pa.Table:
+        self._move_rows()
         columns = [
             pa.array(self.keys, pa.binary()),
             pa.array(self.values, pa.binary()),
@@ -76,10 +92,7 @@ class SegmentCollector:
         headers: Any,
     ) -> None:
         columns = self._pending.get((topic, partition)) or self._columns(topic, partition)
-        columns.keys.append(key)
-        columns.values.append(value)
-        columns.timestamps.append(timestamp)
-        columns.headers.append(headers or ())
+        columns.rows.append((key, value, timestamp, headers or ()))
 
     def send_many(
         self,
@@ -92,25 +105,26 @@ class SegmentCollector:
     ) -> None:
         """``send`` of whole columns (one partition)."""
         columns = self._columns(topic, partition)
+        columns._move_rows()
         columns.keys.extend(keys)
         columns.values.extend(values)
         columns.timestamps.extend(timestamps)
         columns.headers.extend(headers)
 
     def record_count(self) -> int:
-        return sum(len(columns.keys) for columns in self._pending.values())
+        return sum(len(columns) for columns in self._pending.values())
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for (topic, _), columns in self._pending.items():
-            out[topic] = out.get(topic, 0) + len(columns.keys)
+            out[topic] = out.get(topic, 0) + len(columns)
         return out
 
     def write_segments(self, writer_id: str) -> list[SegmentRef]:
         """Write one unsealed segment per partition that received records."""
         refs = []
         for (topic, partition), columns in sorted(self._pending.items()):
-            if columns.keys:
+            if len(columns):
                 refs.append(
                     self.log.write_segment(topic, partition, columns.table(), writer_id=writer_id)
                 )
