@@ -264,6 +264,8 @@ class _FixedSerde(Serde[T]):
         if set(map(type, values)) - {int, self._kind, type(None)}:
             raise TypeError(f"expected {self._kind.__name__}")
         pack, kind = self._layout.pack, self._kind
+        if set(map(type, values)) == {kind}:  # the common case: one C loop
+            return list(map(pack, values))
         return [None if value is None else pack(kind(value)) for value in values]
 
     def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:

@@ -118,8 +118,9 @@ class BatchSessionWindowAggregateProcessor(SessionWindowAggregateProcessor):
         """Record the merged session's write and keep it in memory, in end-then-start order."""
         serialized = self._value_serde.serialize(agg)
         self._updates.append((now, key_bytes, start, end, serialized))
+        in_order = not sessions or sessions[-1][:2] < (end, start)
         sessions.append((end, start, serialized, agg if agg.__class__ in self._exact else _UNREAD))
-        if len(sessions) > 1 and sessions[-2][:2] > (end, start):
+        if not in_order:
             sessions.sort()
 
     def process(self, record: Record) -> None:
@@ -127,7 +128,8 @@ class BatchSessionWindowAggregateProcessor(SessionWindowAggregateProcessor):
         if key is None or value is None:
             drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
             return
-        key_bytes, sessions = self._key_entry(key)
+        entry = self._keys.get(key) if self._string_keys and key.__class__ is str else None
+        key_bytes, sessions = entry if entry is not None else self._key_entry(key)
         now = self.context.current_stream_time_ms()
         merged, start, end, agg = self._merge_in_memory(key, value, record.timestamp, sessions, now)
         updates = self._updates

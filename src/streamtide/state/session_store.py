@@ -109,6 +109,7 @@ class SessionStore(SegmentedLayoutStore):
                 if newest is None or end > newest:
                     newest = end
         prefixes: dict[int, bytes] = {}  # segment id -> its prefix
+        last_segment, prefix = None, b""
         encoded_keys: dict[bytes, bytes] = {}  # key -> its length-prefixed form
         pending: list[tuple[bytes, bytes | None]] = []
         pack = _BOUNDS.pack
@@ -125,9 +126,11 @@ class SessionStore(SegmentedLayoutStore):
                 drop_at, drop_now = drops[next_drop]
                 next_drop += 1
             segment = end // interval
-            prefix = prefixes.get(segment)
-            if prefix is None:
-                prefix = prefixes[segment] = segments.prefix(segment)
+            if segment != last_segment:
+                prefix = prefixes.get(segment)
+                if prefix is None:
+                    prefix = prefixes[segment] = segments.prefix(segment)
+                last_segment = segment
             encoded = encoded_keys.get(key)
             if encoded is None:
                 encoded = encoded_keys[key] = encode_key(key)
