@@ -81,10 +81,14 @@ class EmitCache:
         pending = self._pending
         ident: Hashable = (key, start, end)
         try:
-            previous = pending.pop(ident, None)
+            found = ident in pending  # (``in`` and ``del``: no method call on this hot path)
         except TypeError:
             ident = _cache_key(ident)
-            previous = pending.pop(ident, None)
+            found = ident in pending
+        previous = None
+        if found:
+            previous = pending[ident]
+            del pending[ident]  # the last update moves to the end of the emit order
         # the last element says whether the key was created since the last flush (emit keeps
         # that in ``_created``; here it travels with the pending update)
         if not created and previous is not None and previous[6]:

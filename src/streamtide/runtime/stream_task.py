@@ -362,7 +362,6 @@ class StreamTask:
             order if order is not None else zip(repeat(0), range(len(taken[0][1])))
         )
         self._next_stream_due()
-        dispatch = self.dispatch
         done = 0
         last_offsets: dict[str, int] = {}
         try:
@@ -381,8 +380,13 @@ class StreamTask:
                 context._source = (topic, partition, offset)
                 self._failed_node = None
                 try:
-                    for child in children:
-                        dispatch(child, record)
+                    for child in children:  # ``dispatch``, inlined
+                        context.current_node = child
+                        try:
+                            child.processor.process(record)
+                        except Exception:
+                            self.note_failure(child, record)
+                            raise
                 except Exception as exc:
                     self._on_processing_error(exc, topic, _RowView(columns, row))
                 else:
