@@ -60,17 +60,10 @@ class BatchSessionWindowAggregateProcessor(SessionWindowAggregateProcessor):
             entry = self._keys.get(ident)
             if entry is not None:
                 return entry
-        serialize, exact = self._value_serde.serialize, self._exact
-        sessions = []
-        for w, agg in self.store.fetch(key):
-            sessions.append(
-                (
-                    w.window.end,
-                    w.window.start,
-                    serialize(agg),
-                    agg if agg.__class__ in exact else _UNREAD,
-                )
-            )
+        # the stored bytes deserialize to the stored aggregate, which is all they are for here
+        sessions = [
+            (end, start, raw, _UNREAD) for end, start, raw in self.store.fetch_serialized(key_bytes)
+        ]
         entry = self._keys[ident] = (key_bytes, sessions)
         return entry
 

@@ -164,6 +164,21 @@ class SessionStore(SegmentedLayoutStore):
                     found.append(self._decode(raw_key, raw_value))
         return found
 
+    def fetch_serialized(self, key_bytes: bytes) -> list[tuple[int, int, bytes]]:
+        """``fetch`` of a serialized key, as ``(end, start, serialized aggregate)`` (nothing
+        deserialized: batch processing reads a key's sessions once and may never need them)."""
+        segments = self._open()
+        encoded = encode_key(key_bytes)
+        low_suffix = encode_long(segments.live_from())
+        found = []
+        for segment in segments.live_segments(MIN_LONG):
+            prefix = segments.prefix(segment) + encoded
+            at = len(prefix)
+            for raw_key, raw_value in self.inner.range(prefix + low_suffix, prefix + _ALL_ONES):
+                end, start = _BOUNDS.unpack_from(raw_key, at)
+                found.append((end - _BIAS, start - _BIAS, raw_value))
+        return found
+
     def fetch(self, key: Any) -> list[tuple[Windowed, Any]]:
         """Every live session of ``key``, ordered by end, then start."""
         return self.find_sessions(key, MIN_LONG, MAX_LONG)
