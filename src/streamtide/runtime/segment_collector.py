@@ -91,7 +91,9 @@ class SegmentCollector:
         timestamp: int,
         headers: Any,
     ) -> None:
-        columns = self._pending.get((topic, partition)) or self._columns(topic, partition)
+        columns = self._pending.get((topic, partition))
+        if columns is None:
+            columns = self._columns(topic, partition)
         columns.rows.append((key, value, timestamp, headers or ()))
 
     def send_many(
