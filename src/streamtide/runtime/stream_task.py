@@ -382,12 +382,10 @@ class StreamTask:
                 try:
                     for child in children:  # ``dispatch``, inlined
                         context.current_node = child
-                        try:
-                            child.processor.process(record)
-                        except Exception:
-                            self.note_failure(child, record)
-                            raise
+                        child.processor.process(record)
                 except Exception as exc:
+                    # the child that raised, unless a node below it was noted already
+                    self.note_failure(context.current_node, record)
                     self._on_processing_error(exc, topic, _RowView(columns, row))
                 else:
                     done += 1
