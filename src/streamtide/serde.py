@@ -13,7 +13,6 @@ import struct
 import uuid
 import warnings
 from collections.abc import Callable
-from itertools import repeat
 from typing import Any, Generic, TypeVar
 
 from streamtide.errors import ConfigError, SerdeError
@@ -345,15 +344,21 @@ class JsonSerde(Serde[Any]):
         scan, decode = _JSON_DECODER.scan_once, _JSON_DECODER.decode
         texts = _texts(items)
         if texts is not None:
-            scanned = list(map(scan, texts, repeat(0)))  # a StopIteration ends it early
-            if len(scanned) == len(texts):
-                values = [value for value, _ in scanned]
-                ends = [end for _, end in scanned]
-                if ends != list(map(len, texts)):
-                    for index, text in enumerate(texts):
-                        if ends[index] != len(text):
-                            values[index] = decode(text)
-                return values
+            # one scan per value through the joined text (decoded once); no value can run
+            # into the next one: the NUL between them is invalid JSON wherever it appears
+            joined = "\x00".join(texts)
+            values = []
+            append = values.append
+            start = 0
+            for length in map(len, texts):
+                end = start + length
+                try:
+                    value, stop = scan(joined, start)
+                except StopIteration:
+                    stop = -1
+                append(value if stop == end else decode(joined[start:end]))
+                start = end + 1
+            return values
         out = []
         for data in items:
             if data is None:
