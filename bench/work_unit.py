@@ -6,7 +6,7 @@ Each batch runs ``run_work_unit`` as an executor would (open and restore the sto
 commit, write segments, close) and its segments are sealed before the next batch, as the
 driver does; Spark's job and the driver's planning are not included.
 
-    .venv/bin/python -m bench.work_unit [--events N] [--batch-size N] [--profile]
+    .venv/bin/python -m bench.work_unit [--events N] [--batch-size N] [--profile [--top N]]
 """
 
 from __future__ import annotations
@@ -32,19 +32,27 @@ from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
 
 
 def run_task(
-    root: Path, operation: str, w: Workload, batch_processing: bool, profile: bool = False
+    root: Path,
+    operation: str,
+    w: Workload,
+    batch_processing: bool,
+    profile: bool = False,
+    top: int = 0,
 ) -> tuple[float, int, int]:
     """Seconds to run partition 0 of the input through the task in batches; input records and
-    Python function calls (0 unless ``profile``)."""
+    Python function calls (0 unless ``profile``); with ``top``, also print the ``top``
+    functions by own time."""
     log = open_log(f"file://{root / 'log'}")
     topology = TOPOLOGIES[operation](w)
     for sub in topology.subtopologies():  # outputs, and a table's topic (left empty here)
         for topic in (*sub.sink_topics, *sub.source_topics):
             log.create_topic(topic, w.partitions, exist_ok=True)
     config = StreamsConfig(
-        application_id=f"wu-{operation}-{int(batch_processing)}",
+        # the profiled run is an application of its own: it must not restore the timed run's
+        # changelogs (restore calls would count as calls per record)
+        application_id=f"wu-{operation}-{int(batch_processing)}{'-profiled' if profile else ''}",
         log=log.url,
-        state_dir=str(root / f"state-{operation}-{int(batch_processing)}"),
+        state_dir=str(root / f"state-{operation}-{int(batch_processing)}{'-profiled' * profile}"),
         batch_processing=batch_processing,
     )
     end_offset = log.end_offset(TOPIC, 0)
@@ -69,7 +77,10 @@ def run_task(
     seconds = time.perf_counter() - started
     calls = 0
     if profiler is not None:
-        calls = sum(stat[1] for stat in pstats.Stats(profiler).stats.values())  # type: ignore[attr-defined]
+        stats = pstats.Stats(profiler)
+        calls = sum(stat[1] for stat in stats.stats.values())  # type: ignore[attr-defined]
+        if top:
+            stats.sort_stats("tottime").print_stats(top)
     log.close()
     return seconds, end_offset, calls
 
@@ -80,6 +91,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-size", type=int, default=5_000)
     parser.add_argument("--operations", nargs="*", default=sorted(TOPOLOGIES))
     parser.add_argument("--profile", action="store_true", help="also count Python calls")
+    parser.add_argument(
+        "--top",
+        type=int,
+        default=0,
+        help="with --profile: print the batch path's N functions by own time",
+    )
     args = parser.parse_args(argv)
     w = replace(Workload(), events=args.events, batch_size=args.batch_size)
     root = Path(tempfile.mkdtemp(prefix="streamtide-wu-"))
@@ -107,8 +124,14 @@ def main(argv: list[str] | None = None) -> None:
                 seconds, records, _ = run_task(root, operation, w, batch_processing)
                 calls = 0
                 if args.profile:
-                    shutil.rmtree(root / f"state-{operation}-{int(batch_processing)}")
-                    _, _, calls = run_task(root, operation, w, batch_processing, profile=True)
+                    _, _, calls = run_task(
+                        root,
+                        operation,
+                        w,
+                        batch_processing,
+                        profile=True,
+                        top=args.top if batch_processing else 0,
+                    )
                 path = "batch" if batch_processing else "record"
                 print(
                     f"{'':<14} {path:<7} {records / seconds:>10,.0f} "

@@ -8,6 +8,7 @@ deprecated ``int()``, ``float()`` and ``windowed()`` keep the bytes they wrote b
 from __future__ import annotations
 
 import json
+import json.encoder as json_encoder
 import struct
 import uuid
 import warnings
@@ -25,6 +26,24 @@ _INT = struct.Struct(">i")
 _LONG = struct.Struct(">q")
 _FLOAT = struct.Struct(">f")
 _JSON_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+#: ``_JSON_ENCODER``'s C encoder built once (``encode`` builds one per call), without the
+#: circular-reference check: a failure of any kind redoes the value the full way, which
+#: raises the precise error.
+_JSON_ONE_SHOT = (
+    None
+    if json_encoder.c_make_encoder is None
+    else json_encoder.c_make_encoder(
+        None,
+        _JSON_ENCODER.default,
+        json_encoder.encode_basestring_ascii,
+        None,
+        ":",
+        ",",
+        True,
+        False,
+        True,
+    )
+)
 _JSON_DECODER = json.JSONDecoder()
 _DOUBLE = struct.Struct(">d")
 _MAX_LONG = (1 << 63) - 1
@@ -99,6 +118,32 @@ class Serde(Generic[T]):
         return f"Serdes.{self.name}()"
 
 
+def _texts(items: list[bytes | None]) -> list[str] | None:
+    """The UTF-8 texts of a column of byte strings, decoded as one (a few calls, not one per
+    item); None when the column is empty, has a None, or an item holds a NUL byte (the
+    separator), so the caller decodes item by item. Invalid UTF-8 in any item raises."""
+    if not items or None in items:
+        return None
+    texts = b"\x00".join(items).decode("utf-8").split("\x00")  # type: ignore[arg-type]
+    return texts if len(texts) == len(items) else None
+
+
+def exact_values(serde: Serde) -> frozenset[type]:
+    """Classes of values that ``serde`` gives back exactly (same class, equal value) when it
+    deserializes what it serialized, and that cannot change in place: a batch operator may
+    keep such a value next to its bytes instead of deserializing them again."""
+    kind = type(serde)
+    if kind is StringSerde:
+        return frozenset({str})
+    if kind is JsonSerde:
+        return frozenset({int, str})
+    if kind is _FixedSerde and serde._kind is int:  # type: ignore[attr-defined]
+        return frozenset({int})
+    if kind is BytesSerde:
+        return frozenset({bytes})
+    return frozenset()
+
+
 def resolve_serde(serde: Serde | None, default: Serde) -> Serde:
     """``serde``, or ``default`` when it is None; a serde that wraps an inner serde left
     unset (``inner_serde_unset``) gets ``default`` as its inner serde."""
@@ -134,6 +179,22 @@ class BytesSerde(Serde[bytes]):
 class StringSerde(Serde[str]):
     name = "string"
 
+    def serialize(self, value: str | None) -> bytes | None:
+        if value.__class__ is str:  # the common case in one call; the rest as the base does
+            try:
+                return value.encode("utf-8")  # type: ignore[union-attr]
+            except UnicodeError:
+                pass
+        return Serde.serialize(self, value)
+
+    def deserialize(self, data: bytes | None) -> str | None:
+        if data.__class__ is bytes:
+            try:
+                return data.decode("utf-8")  # type: ignore[union-attr]
+            except UnicodeError:
+                pass
+        return Serde.deserialize(self, data)
+
     def _to_bytes(self, value: str) -> bytes:
         if not isinstance(value, str):
             raise TypeError("expected str")
@@ -148,6 +209,9 @@ class StringSerde(Serde[str]):
         return [None if value is None else value.encode("utf-8") for value in values]
 
     def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:
+        texts = _texts(items)
+        if texts is not None:
+            return texts
         return [None if data is None else data.decode("utf-8") for data in items]
 
 
@@ -158,6 +222,24 @@ class _FixedSerde(Serde[T]):
         self.name = name
         self._layout = layout
         self._kind = kind
+        self._pack = layout.pack
+        self._unpack = layout.unpack
+
+    def serialize(self, value: T | None) -> bytes | None:
+        if value.__class__ is self._kind:  # the common case in one call (bool is no int here)
+            try:
+                return self._pack(value)
+            except (struct.error, OverflowError):
+                pass
+        return Serde.serialize(self, value)
+
+    def deserialize(self, data: bytes | None) -> T | None:
+        if data.__class__ is bytes:
+            try:
+                return self._unpack(data)[0]  # type: ignore[no-any-return]
+            except struct.error:
+                pass
+        return Serde.deserialize(self, data)
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         # struct.Struct does not pickle; serdes travel to Spark executors.
@@ -181,6 +263,8 @@ class _FixedSerde(Serde[T]):
         if set(map(type, values)) - {int, self._kind, type(None)}:
             raise TypeError(f"expected {self._kind.__name__}")
         pack, kind = self._layout.pack, self._kind
+        if set(map(type, values)) == {kind}:  # the common case: one C loop
+            return list(map(pack, values))
         return [None if value is None else pack(kind(value)) for value in values]
 
     def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:
@@ -230,20 +314,51 @@ class JsonSerde(Serde[Any]):
 
     name = "json"
 
+    def serialize(self, value: Any) -> bytes | None:
+        if _JSON_ONE_SHOT is not None and value is not None:
+            try:
+                return "".join(_JSON_ONE_SHOT(value, 0)).encode("utf-8")
+            except Exception:
+                pass  # the full path below gives the precise error
+        return Serde.serialize(self, value)
+
     def _to_bytes(self, value: Any) -> bytes:
-        return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        return _JSON_ENCODER.encode(value).encode("utf-8")
 
     def _from_bytes(self, data: bytes) -> Any:
         return json.loads(bytes(data).decode("utf-8"))
 
     def _to_bytes_many(self, values: list[Any]) -> list[bytes | None]:
         dumps = _JSON_ENCODER.encode
+        if _JSON_ONE_SHOT is not None:
+            one_shot, join = _JSON_ONE_SHOT, "".join
+            return [
+                None if value is None else join(one_shot(value, 0)).encode("utf-8")
+                for value in values
+            ]
         return [None if value is None else dumps(value).encode("utf-8") for value in values]
 
     def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:
         # The decoder's scanner parses one value; text it does not consume entirely (white
         # space around the value, or anything invalid) goes through the full decoder.
         scan, decode = _JSON_DECODER.scan_once, _JSON_DECODER.decode
+        texts = _texts(items)
+        if texts is not None:
+            # one scan per value through the joined text (decoded once); no value can run
+            # into the next one: the NUL between them is invalid JSON wherever it appears
+            joined = "\x00".join(texts)
+            values = []
+            append = values.append
+            start = 0
+            for length in map(len, texts):
+                end = start + length
+                try:
+                    value, stop = scan(joined, start)
+                except StopIteration:
+                    stop = -1
+                append(value if stop == end else decode(joined[start:end]))
+                start = end + 1
+            return values
         out = []
         for data in items:
             if data is None:

@@ -25,6 +25,7 @@ from streamtide import (
     Consumed,
     Deduplicated,
     EmitStrategy,
+    Grouped,
     JoinWindows,
     Materialized,
     Processor,
@@ -45,7 +46,7 @@ from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
 from streamtide.state.stores import Stores
 
 S = 1_000
-STRING, JSON, INT = Serdes.string(), Serdes.json(), Serdes.int()
+STRING, JSON, INT, BYTES = Serdes.string(), Serdes.json(), Serdes.int(), Serdes.bytes()
 
 
 def dedup_then_sessions() -> Topology:
@@ -96,6 +97,26 @@ def dedup_by_id_and_list_sessions() -> Topology:
         )
         .to_stream()
         .to("sessions", Produced.with_(Serdes.windowed(STRING), JSON))
+    )
+    return builder.build()
+
+
+def byte_keys_and_text_sessions() -> Topology:
+    """Keys read as bytes, so dedup ids and session keys go by their serialized form (not by
+    text), and a session reduce over text values (aggregates the batch twin keeps next to
+    their bytes) with the record cache on."""
+    builder = StreamsBuilder()
+    events = builder.stream("in", Consumed.with_(BYTES, JSON))
+    events.deduplicate_by_key(timedelta(seconds=5), Deduplicated.with_(BYTES, JSON)).to(
+        "unique", Produced.with_(BYTES, JSON)
+    )
+    (
+        events.map_values(lambda v: str(v["n"]))
+        .group_by_key(Grouped.with_(BYTES, STRING))
+        .windowed_by(SessionWindows.with_inactivity_gap(timedelta(seconds=4)))
+        .reduce(lambda a, b: a + b, Materialized.as_("text-sessions").with_value_serde(STRING))
+        .to_stream()
+        .to("sessions", Produced.with_(Serdes.session_windowed(BYTES), STRING))
     )
     return builder.build()
 
@@ -232,6 +253,7 @@ TOPOLOGIES: dict[str, Callable[[], Topology]] = {
     "final-sessions-windows": final_sessions_and_windows,
     "dedup-sessions": dedup_then_sessions,
     "by-id-list-sessions": dedup_by_id_and_list_sessions,
+    "byte-keys-text-sessions": byte_keys_and_text_sessions,
     "punctuated": punctuated_counts,
     "windows-and-sums": time_window_and_key_aggregates,
     "outer-join": windowed_outer_join,

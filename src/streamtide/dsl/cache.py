@@ -7,7 +7,7 @@ from typing import Any
 
 from streamtide.processor.api import ProcessorContext
 from streamtide.record import Record
-from streamtide.window import Windowed
+from streamtide.window import Window, Windowed
 
 
 def _cache_key(key: Any) -> Hashable:
@@ -34,7 +34,7 @@ class EmitCache:
     def __init__(self, context: ProcessorContext, caching_allowed: bool = True) -> None:
         self.context = context
         self.enabled = caching_allowed and bool(getattr(context, "cache_enabled", False))
-        self._pending: dict[Hashable, Record] = {}
+        self._pending: dict[Hashable, Any] = {}  # a Record, or emit_window's parts
         self._created: set[Hashable] = set()
         if self.enabled:
             context.register_flush_listener(self.flush)
@@ -60,11 +60,52 @@ class EmitCache:
             return
         pending[key] = record
 
+    def emit_window(
+        self,
+        key: Any,
+        start: int,
+        end: int,
+        value: Any,
+        timestamp: int,
+        headers: Any,
+        created: bool = False,
+    ) -> None:
+        """``emit`` of ``Record(Windowed(key, Window(start, end)), value, timestamp,
+        headers)``, building the record only if it is forwarded (at once, or at flush when it
+        is still the key's latest update)."""
+        if not self.enabled:
+            self.context.forward(
+                Record(Windowed(key, Window(start, end)), value, timestamp, headers)
+            )
+            return
+        pending = self._pending
+        ident: Hashable = (key, start, end)
+        try:
+            found = ident in pending  # (``in`` and ``del``: no method call on this hot path)
+        except TypeError:
+            ident = _cache_key(ident)
+            found = ident in pending
+        previous = None
+        if found:
+            previous = pending[ident]
+            del pending[ident]  # the last update moves to the end of the emit order
+        # the last element says whether the key was created since the last flush (emit keeps
+        # that in ``_created``; here it travels with the pending update)
+        if not created and previous is not None and previous[6]:
+            if value is None:
+                return  # never emitted: no update, no tombstone
+            created = True
+        pending[ident] = (key, start, end, value, timestamp, headers, created)
+
     def flush(self) -> None:
         self._created.clear()
         pending, self._pending = self._pending, {}
+        forward = self.context.forward
         for record in pending.values():
-            self.context.forward(record)
+            if record.__class__ is tuple:  # from emit_window
+                key, start, end, value, timestamp, headers, _ = record
+                record = Record(Windowed(key, Window(start, end)), value, timestamp, headers)
+            forward(record)
 
     def __len__(self) -> int:
         return len(self._pending)

@@ -18,9 +18,15 @@ from streamtide.dsl.deduplicate import DeduplicateProcessor
 from streamtide.processor.api import ProcessorContext
 from streamtide.processor.variants import register_batch_variant
 from streamtide.record import Record, RecordMetadata
+from streamtide.serde import StringSerde
 
-#: An entry: its timestamp and origin (None: a record without offset).
-Entry = tuple[int, "RecordMetadata | None"]
+#: An entry: its timestamp and origin as (topic, partition, offset), or None for a record
+#: without offset (tuples compare without a Python-level call).
+Entry = tuple[int, "tuple[str, int, int] | None"]
+
+
+def _origin_tuple(origin: RecordMetadata | None) -> tuple[str, int, int] | None:
+    return None if origin is None else (origin.topic, origin.partition, origin.offset)
 
 
 class BatchDeduplicateProcessor(DeduplicateProcessor):
@@ -28,60 +34,80 @@ class BatchDeduplicateProcessor(DeduplicateProcessor):
 
     def __init__(self, store_name: str, interval_ms: int, ids: Any) -> None:
         super().__init__(store_name, interval_ms, ids)
-        self._entries: dict[bytes, list[Entry]] = {}
-        self._stored: dict[tuple[bytes, int], RecordMetadata | None] = {}
+        #: per dedup id of the batch (the key itself for string keys deduplicated by key,
+        #: else the id's bytes): its entries
+        self._entries: dict[Any, list[Entry]] = {}
+        self._stored: dict[tuple[Any, int], tuple[str, int, int] | None] = {}
         self._cutoff: int | None = None
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
+        ids = self.ids
+        self._string_keys = (
+            ids.operation == "deduplicate_by_key" and type(ids.key_serde) is StringSerde
+        )
+        self._metrics = context.metrics
         context.register_flush_listener(self.flush)
 
-    def _load(self, dedup_id: bytes) -> list[Entry]:
-        entries = [(e.timestamp, e.origin) for e in self.store.fetch(dedup_id)]
-        self._entries[dedup_id] = entries
+    def _load(self, ident: Any) -> list[Entry]:
+        dedup_id = ident.encode("utf-8") if ident.__class__ is str else ident
+        entries = [(e.timestamp, _origin_tuple(e.origin)) for e in self.store.fetch(dedup_id)]
+        self._entries[ident] = entries
         return entries
 
     def process(self, record: Record) -> None:
         context = self.context
         ids = self.ids
-        dedup_id = ids.id_of(record)
-        if dedup_id is None:
-            context.forward(ids.output(record))
-            return
+        key = record.key
+        if self._string_keys and key.__class__ is str:
+            ident = key  # its bytes are its UTF-8 encoding: made only to read and write
+        else:
+            ident = ids.id_of(record)
+            if ident is None:
+                context.forward(ids.output(record))
+                return
+            if self._string_keys:
+                ident = ident.decode("utf-8")  # a str subclass: the same id as the str
         interval = self.interval
         cutoff = context.current_stream_time_ms() - interval
         self._cutoff = cutoff
-        entries = self._entries.get(dedup_id)
+        entries = self._entries.get(ident)
         if entries is None:
-            entries = self._load(dedup_id)
+            entries = self._load(ident)
         t = record.timestamp
         low = t - interval if t - interval > cutoff else cutoff
         high = t + interval
-        found = [origin for ts, origin in entries if low <= ts <= high]
+        found = [origin for ts, origin in entries if low <= ts <= high] if entries else None
         if not found:
             if t >= cutoff:  # a late record is forwarded but not stored
-                origin = context.record_metadata()
+                origin = _origin_tuple(context.record_metadata())
                 if len(entries) > 8:
                     entries[:] = [e for e in entries if e[0] >= cutoff]
                 entries.append((t, origin))
-                self._stored[(dedup_id, t)] = origin
+                self._stored[(ident, t)] = origin
         else:
-            origin = context.record_metadata()
-            if origin is None or all(stored != origin for stored in found):
-                context.metrics.increment("dropped-duplicates")
+            origin = _origin_tuple(context.record_metadata())
+            if origin is None or origin not in found:
+                self._metrics.increment("dropped-duplicates")
                 return
         context.forward(ids.output(record))
 
     def flush(self) -> None:
         """Write the batch's changes to the store (see the module docstring)."""
-        store, cutoff = self.store, self._cutoff
+        cutoff = self._cutoff
         if cutoff is not None:
-            store.purge_expired(cutoff)
-            for (dedup_id, ts), origin in self._stored.items():
-                if ts >= cutoff:
-                    store.put(dedup_id, ts, origin)
-                else:
-                    store.discard(dedup_id, ts)
+            self.store.purge_expired(cutoff)
+            self.store.write_entries(
+                [
+                    (
+                        ident.encode("utf-8") if ident.__class__ is str else ident,
+                        ts,
+                        None if origin is None else RecordMetadata(*origin),
+                        ts >= cutoff,
+                    )
+                    for (ident, ts), origin in self._stored.items()
+                ]
+            )
         self._entries.clear()
         self._stored.clear()
         self._cutoff = None

@@ -13,6 +13,21 @@ from streamtide.record import Record
 NO_INITIALIZER: Any = object()
 
 
+def count_initializer() -> int:
+    """A count's initializer (named, so a batch twin can recognise a count)."""
+    return 0
+
+
+def count_aggregator(_key: Any, _value: Any, count: Any) -> Any:
+    """A count's aggregator: one more."""
+    return count + 1
+
+
+def count_merger(_key: Any, left: Any, right: Any) -> Any:
+    """A count's merger of two sessions: the sum."""
+    return left + right
+
+
 class FilterProcessor(Processor):
     def __init__(self, predicate: Callable[[Any, Any], bool], keep: bool) -> None:
         self.predicate = predicate

@@ -17,7 +17,12 @@ from streamtide.dsl.final_results import (
 )
 from streamtide.dsl.ktable import KTable
 from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
-from streamtide.dsl.processors import NO_INITIALIZER
+from streamtide.dsl.processors import (
+    NO_INITIALIZER,
+    count_aggregator,
+    count_initializer,
+    count_merger,
+)
 from streamtide.dsl.windowed_processors import (
     SessionWindowAggregateProcessor,
     SessionWindowDistinctProcessor,
@@ -380,9 +385,9 @@ class SessionWindowedKStream(_WindowedKStream):
             _AGGREGATE,
             materialized,
             named,
-            lambda: 0,
-            lambda _k, _v, n: n + 1,
-            lambda _k, a, b: a + b,
+            count_initializer,
+            count_aggregator,
+            count_merger,
             Serdes.long(),
         )
 

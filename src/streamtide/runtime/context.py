@@ -14,6 +14,7 @@ from streamtide.processor.punctuation import (
     validate_interval,
 )
 from streamtide.record import Record, RecordMetadata
+from streamtide.runtime.nodes import SinkNode
 from streamtide.runtime.store_context import DelegatingStoreContext
 from streamtide.time import Duration
 
@@ -45,9 +46,16 @@ class TaskContext(DelegatingStoreContext, ProcessorContext):
                     f"children: {sorted(node.children_by_name) or 'none'}"
                 )
             targets = (target,)
-        dispatch = self._task.dispatch
+        task = self._task
         for target in targets:
-            dispatch(target, record)
+            if target.__class__ is SinkNode:  # a sink needs no context: send it directly
+                try:
+                    target.send(record)
+                except Exception:
+                    task.note_failure(target, record)
+                    raise
+            else:
+                task.dispatch(target, record)
 
     def schedule(
         self,

@@ -9,12 +9,21 @@ from streamtide.log.partitioner import partition_for_key
 from streamtide.processor.api import Processor
 from streamtide.processor.nodes import SinkNodeDef
 from streamtide.record import Record
-from streamtide.serde import Serde, windowed_base_serde
+from streamtide.serde import (
+    Serde,
+    SessionWindowedSerde,
+    TimeWindowedSerde,
+    WindowedSerde,
+    windowed_base_serde,
+)
 from streamtide.window import Windowed
 
 if TYPE_CHECKING:
     from streamtide.runtime.collector import RecordCollector
 
+
+#: Bytes of window bounds at the end of a windowed key, per built-in windowed serde.
+_BOUNDS_LENGTH = {TimeWindowedSerde: 8, SessionWindowedSerde: 16, WindowedSerde: 16}
 
 #: Distinct keys whose partition a sink remembers before it starts over.
 _PARTITION_CACHE_SIZE = 100_000
@@ -117,9 +126,9 @@ class SinkNode:
         self._num_partitions: int | None = None
         #: windowed keys go to the partition of their base key (all windows of a key together)
         self._base_key_serde = windowed_base_serde(key_serde)
-
-    def process(self, record: Record) -> None:
-        self.send(record)
+        #: the built-in windowed layouts end with the window's bounds: the base key's bytes
+        #: are the key's bytes without them
+        self._bounds_length = _BOUNDS_LENGTH.get(type(key_serde), 0)
 
     def send(self, record: Record) -> None:
         try:
@@ -158,10 +167,16 @@ class SinkNode:
             else:
                 hashed = key
                 if self._base_key_serde is not None and isinstance(record.key, Windowed):
-                    hashed = self._base_key_serde.serialize(record.key.key) or b""
+                    hashed = (
+                        key[: -self._bounds_length]
+                        if self._bounds_length
+                        else self._base_key_serde.serialize(record.key.key) or b""
+                    )
                 partition = self._partitions.get(hashed)
                 if partition is None:
                     if len(self._partitions) >= _PARTITION_CACHE_SIZE:
                         self._partitions.clear()
                     partition = self._partitions[hashed] = partition_for_key(hashed, n)
         self.collector.send(self.topic, partition, key, value, record.timestamp, record.headers)
+
+    process = send

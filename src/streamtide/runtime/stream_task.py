@@ -362,7 +362,6 @@ class StreamTask:
             order if order is not None else zip(repeat(0), range(len(taken[0][1])))
         )
         self._next_stream_due()
-        dispatch = self.dispatch
         done = 0
         last_offsets: dict[str, int] = {}
         try:
@@ -381,9 +380,12 @@ class StreamTask:
                 context._source = (topic, partition, offset)
                 self._failed_node = None
                 try:
-                    for child in children:
-                        dispatch(child, record)
+                    for child in children:  # ``dispatch``, inlined
+                        context.current_node = child
+                        child.processor.process(record)
                 except Exception as exc:
+                    # the child that raised, unless a node below it was noted already
+                    self.note_failure(context.current_node, record)
                     self._on_processing_error(exc, topic, _RowView(columns, row))
                 else:
                     done += 1
@@ -451,12 +453,16 @@ class StreamTask:
         try:
             node.processor.process(record)
         except Exception:
-            if self._failed_node is None:
-                self._failed_node = node.name
-                self._failed_record = record
+            self.note_failure(node, record)
             raise
         finally:
             context.current_node = previous
+
+    def note_failure(self, node: Any, record: Record) -> None:
+        """Remember the innermost node that raised and what it was given (for the error)."""
+        if self._failed_node is None:
+            self._failed_node = node.name
+            self._failed_record = record
 
     def _on_processing_error(self, exc: Exception, topic: str, raw: RawRecord) -> None:
         """Skip the record if the processing handler says so; else raise the wrapped error

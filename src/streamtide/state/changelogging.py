@@ -185,14 +185,12 @@ class ChangeLoggingKeyValueBytesStore(BytesLayoutStore, KeyValueBytesStore):
     def get(self, key: bytes) -> bytes | None:
         if self._clean:
             return self.inner.get(key)
-        if self._writes:
-            found, value = self._writes.lookup(key)
-            if found:
-                return value
-        if self._sent:
-            found, value = self._sent.lookup(key)
-            if found:
-                return value
+        found, value = self._writes.lookup(key)  # (an empty buffer answers at once)
+        if found:
+            return value
+        found, value = self._sent.lookup(key)
+        if found:
+            return value
         return self.inner.get(key)
 
     def range(
@@ -246,6 +244,12 @@ class ChangeLoggingKeyValueBytesStore(BytesLayoutStore, KeyValueBytesStore):
             self.inner.put_all(entries)
             return
         self._check_writable(b"")
+        entries = list(entries)
+        if None not in [key for key, _ in entries]:
+            if entries:
+                self._writes.put_many(entries)
+                self._clean = False
+            return
         put = self._writes.put
         for key, value in entries:
             if key is None:

@@ -37,6 +37,8 @@ _MARKER = b"\x00"
 _NO_ORIGIN = b"\x00"
 _HAS_ORIGIN = b"\x01"
 _ORIGIN = struct.Struct(">qi")  # offset, partition; the topic follows as UTF-8
+_TS = struct.Struct(">Q")
+_BIAS = 1 << 63  # encode_long's shift (encode_ts inlined in write_entries)
 
 
 def encode_ts(ts: int) -> bytes:
@@ -127,6 +129,40 @@ class DedupStore(BytesLayoutStore):
         self.inner.put(index_key, _MARKER)
         if index_key < self._purged_below:
             self._purged_below = _INDEX + ts
+
+    def write_entries(self, entries: list[tuple[bytes, int, RecordMetadata | None, bool]]) -> None:
+        """For each ``(dedup id, timestamp, origin, keep)`` in order: ``put`` the entry when
+        ``keep``, else ``discard`` it; the same writes, with one call to the inner store."""
+        writes: list[tuple[bytes, bytes | None]] = []
+        prefixes: dict[bytes, bytes] = {}
+        purged_below = self._purged_below
+        pack = _TS.pack
+        for dedup_id, timestamp, origin, keep in entries:
+            ts = pack(
+                (
+                    MIN_LONG
+                    if timestamp < MIN_LONG
+                    else MAX_LONG
+                    if timestamp > MAX_LONG
+                    else timestamp
+                )
+                + _BIAS
+            )
+            prefix = prefixes.get(dedup_id)
+            if prefix is None:
+                prefix = prefixes[dedup_id] = _id_prefix(self._check_id(dedup_id))
+            index_key = _INDEX + ts + dedup_id
+            if keep:
+                writes.append((prefix + ts, encode_origin(origin)))
+                writes.append((index_key, _MARKER))
+                if index_key < purged_below:
+                    purged_below = _INDEX + ts
+            else:
+                writes.append((prefix + ts, None))
+                writes.append((index_key, None))
+        if writes:
+            self.inner.put_all(writes)
+        self._purged_below = purged_below
 
     def find(self, dedup_id: bytes, time_from: int, time_to: int) -> list[DedupEntry]:
         """Entries of ``dedup_id`` with ``time_from <= timestamp <= time_to``, oldest first."""

@@ -201,6 +201,7 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
         """Write ``entries`` in atomic WriteBatches of up to WRITE_BATCH_SIZE entries."""
         db = self._handle()
         batch = WriteBatch(raw_mode=True)
+        count = 0  # entries in ``batch`` (counted here: len() is a call per entry)
         for key, value in entries:
             if key is None:
                 raise StoreError(f"store {self.name!r} does not accept a None key")
@@ -208,10 +209,12 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
                 batch.delete(key)
             else:
                 batch.put(key, value)
-            if len(batch) >= WRITE_BATCH_SIZE:
+            count += 1
+            if count >= WRITE_BATCH_SIZE:
                 db.write(batch)
                 batch = WriteBatch(raw_mode=True)
-        if len(batch):
+                count = 0
+        if count:
             db.write(batch)
 
     # ---- ordered reads -------------------------------------------------------------------

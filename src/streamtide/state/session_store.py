@@ -13,6 +13,7 @@ so a restore from the changelog brings back the complete state.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,9 @@ from streamtide.state.encoding import (
 from streamtide.state.segments import SegmentedLayoutStore, Segments
 from streamtide.state.stores import KeyValueBytesStoreSupplier, SupplierStoreBuilder
 from streamtide.window import Window, Windowed
+
+_BOUNDS = struct.Struct(">QQ")  # end, then start, each shifted as encode_long does
+_BIAS = 1 << 63
 
 #: 16 bytes of 0xff: greater than any encoded (end, start) pair.
 _ALL_ONES = b"\xff" * 16
@@ -75,58 +79,66 @@ class SessionStore(SegmentedLayoutStore):
         """Delete ``session`` (no-op when it is not stored)."""
         self.put(session, None)
 
-    def write_all_at(self, updates: list[tuple[int, Windowed, bytes | None]]) -> None:
-        """Apply ``(stream_time, session, serialized aggregate or None)`` updates in order, each
-        as ``put`` would have at that stream time: segments expire at the same points and
-        expired puts are ignored. Only each session's last effective update reaches the inner
-        store, which then holds what the sequence of ``put`` calls leaves (batch processing's
-        write-back)."""
+    def write_all_at(self, updates: list[tuple[int, bytes, int, int, bytes | None]]) -> None:
+        """Apply ``(stream_time, serialized key, start, end, serialized aggregate or None)``
+        updates in order, each as ``put`` would have at that stream time: segments expire at
+        the same points and expired puts are ignored. Only each session's last effective
+        update reaches the inner store, which then holds what the sequence of ``put`` calls
+        leaves (batch processing's write-back)."""
+        if not updates:
+            return
         segments = self._open()
-        key_bytes: dict[Any, bytes] = {}
-        idents: list[tuple[bytes, int, int]] = []
-        cutoffs: list[int] = []  # live_from at each update's stream time
-        last: dict[tuple[bytes, int, int], int] = {}
-        live_at, cutoff = None, 0
-        for index, (now, session, value) in enumerate(updates):
-            if now != live_at:
-                live_at, cutoff = now, segments.live_from(now)
-            cutoffs.append(cutoff)
-            key = session.key
-            try:
-                encoded = key_bytes.get(key)
-            except TypeError:  # an unhashable key
-                encoded = None
-            if encoded is None:
-                encoded = self._key_bytes(key)
-                try:
-                    key_bytes[key] = encoded
-                except TypeError:
-                    pass
-            window = session.window
-            ident = (encoded, window.start, window.end)
-            idents.append(ident)
-            if value is None or window.end >= cutoff:
-                last[ident] = index
-        put = self.inner.put
-        entry_key = self._entry_key
-        segment_id = segments.segment_id
+        interval = segments.interval
+        lag = updates[0][0] - segments.live_from(updates[0][0])  # stream time - live_from
+        last: dict[tuple[bytes, int, int], int] = {}  # session -> its last effective update
+        drops: list[tuple[int, int]] = []  # (update index, stream time): expire segments there
         newest = None
-        dropped_below = None
-        for index, (now, _session, value) in enumerate(updates):
-            ident = idents[index]
-            if value is not None:
-                cutoff = cutoffs[index]
-                below = segment_id(cutoff)
+        live_at, cutoff, dropped_below = None, 0, None
+        for index, (now, key, start, end, value) in enumerate(updates):
+            if value is None:
+                last[(key, start, end)] = index
+                continue
+            if now != live_at:
+                live_at, cutoff = now, now - lag
+                below = cutoff // interval
                 if below != dropped_below:  # what put's expiry check does, once per segment
-                    segments.drop_expired(now)
+                    drops.append((index, now))
                     dropped_below = below
-                end = ident[2]
-                if end < cutoff:
-                    continue
+            if end >= cutoff:
+                last[(key, start, end)] = index
                 if newest is None or end > newest:
                     newest = end
-            if last.get(ident) == index:
-                put(entry_key(segments, *ident), value)
+        prefixes: dict[int, bytes] = {}  # segment id -> its prefix
+        last_segment, prefix = None, b""
+        encoded_keys: dict[bytes, bytes] = {}  # key -> its length-prefixed form
+        pending: list[tuple[bytes, bytes | None]] = []
+        pack = _BOUNDS.pack
+        drops.append((len(updates), 0))  # a sentinel after the last update
+        drop_at, drop_now = drops[0]
+        next_drop = 1
+        for index in sorted(last.values()):
+            _, key, start, end, value = updates[index]
+            while drop_at <= index:
+                if pending:  # the writes before the expiry go first
+                    self.inner.put_all(pending)
+                    pending = []
+                segments.drop_expired(drop_now)
+                drop_at, drop_now = drops[next_drop]
+                next_drop += 1
+            segment = end // interval
+            if segment != last_segment:
+                prefix = prefixes.get(segment)
+                if prefix is None:
+                    prefix = prefixes[segment] = segments.prefix(segment)
+                last_segment = segment
+            encoded = encoded_keys.get(key)
+            if encoded is None:
+                encoded = encoded_keys[key] = encode_key(key)
+            pending.append((prefix + encoded + pack(end + _BIAS, start + _BIAS), value))
+        if pending:
+            self.inner.put_all(pending)
+        for _, drop_now in drops[next_drop - 1 : -1]:  # expiries after the last write
+            segments.drop_expired(drop_now)
         if newest is not None:
             segments.note_time(newest)
 
@@ -150,6 +162,21 @@ class SessionStore(SegmentedLayoutStore):
                 start = decode_long(raw_key, len(prefix) + 8)
                 if start <= latest_session_start:
                     found.append(self._decode(raw_key, raw_value))
+        return found
+
+    def fetch_serialized(self, key_bytes: bytes) -> list[tuple[int, int, bytes]]:
+        """``fetch`` of a serialized key, as ``(end, start, serialized aggregate)`` (nothing
+        deserialized: batch processing reads a key's sessions once and may never need them)."""
+        segments = self._open()
+        encoded = encode_key(key_bytes)
+        low_suffix = encode_long(segments.live_from())
+        found = []
+        for segment in segments.live_segments(MIN_LONG):
+            prefix = segments.prefix(segment) + encoded
+            at = len(prefix)
+            for raw_key, raw_value in self.inner.range(prefix + low_suffix, prefix + _ALL_ONES):
+                end, start = _BOUNDS.unpack_from(raw_key, at)
+                found.append((end - _BIAS, start - _BIAS, raw_value))
         return found
 
     def fetch(self, key: Any) -> list[tuple[Windowed, Any]]:

@@ -155,12 +155,9 @@ def _merge(
     ranges: list[RangeDelete],
     reverse: bool,
 ) -> Iterator[tuple[bytes, bytes]]:
-    def visible(key: bytes) -> bool:
-        return key not in shadowed and not _in_ranges(key, ranges)
-
     index, count = 0, len(mine)
     for key, value in below:
-        if not visible(key):
+        if key in shadowed or (ranges and _in_ranges(key, ranges)):
             continue
         while index < count:
             own_key, own_value = mine[index]

@@ -31,10 +31,14 @@ class SerdeKeyValueStore(SerdeLayoutStore, KeyValueStore[Any, Any]):
         return self
 
     def get(self, key: Any) -> Any:
-        return self.value_serde.deserialize(self.inner.get(self._key_bytes(key)))  # type: ignore[union-attr]
+        if key is None:  # (``_key_bytes`` inlined: a store read is on every record's path)
+            raise self._none_key_error()
+        return self.value_serde.deserialize(self.inner.get(self.key_serde.serialize(key)))  # type: ignore[union-attr]
 
     def put(self, key: Any, value: Any) -> None:
-        self.inner.put(self._key_bytes(key), self.value_serde.serialize(value))  # type: ignore[union-attr]
+        if key is None:
+            raise self._none_key_error()
+        self.inner.put(self.key_serde.serialize(key), self.value_serde.serialize(value))  # type: ignore[union-attr]
 
     def put_if_absent(self, key: Any, value: Any) -> Any:
         existing = self.inner.put_if_absent(
