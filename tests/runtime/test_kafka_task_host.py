@@ -13,14 +13,16 @@ from streamtide import StreamsConfig
 from streamtide.log import LogRecord, open_log
 from streamtide.runtime.state_factory import make_task_stores
 from streamtide.runtime.task_host import TaskHost
-from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, client_state_dir, run_work_unit
+from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
 from tests.kafka_broker import KAFKA_TEST_OPTIONS, read_committed
-from tests.runtime.test_task_host import _topology
+from tests.runtime.test_task_host import _Setup, _topology
 
 pytestmark = pytest.mark.kafka
 
 
-class _KafkaSetup:
+class _KafkaSetup(_Setup):
+    """``test_task_host``'s setup (topology, hosts) on a Kafka log."""
+
     def __init__(self, url: str, tmp_path: Path) -> None:
         self.log = open_log(url, **KAFKA_TEST_OPTIONS)
         self.log.create_topic("in", 1)
@@ -34,16 +36,6 @@ class _KafkaSetup:
             state_dir=str(tmp_path / "state"),
         )
         self.topology = _topology()
-
-    def host_for(self, client: str) -> TaskHost:
-        return TaskHost(
-            self.topology,
-            self.config,
-            self.log,
-            make_task_stores,
-            client_state_dir(self.config, client),
-            keep_open=True,
-        )
 
     def run_on(self, host: TaskHost, batch: int, start: int, end: int, state: Any) -> Any:
         spec = WorkUnitSpec(batch, 0, "c", [ActiveSpec("0_0", {"in": [start, end]}, state)])

@@ -115,33 +115,8 @@ class KafkaTransaction:
         timestamp: int,
         headers: Iterable[tuple[str, bytes]] | None = None,
     ) -> None:
-        """``send`` without building a ``LogRecord`` (the engine's columns)."""
-        from confluent_kafka import KafkaException
-
-        if timestamp < 1:
-            raise LogError(
-                f"the Kafka log stores timestamps from 1 ms on, got {timestamp} for "
-                f"{topic}/{partition}"
-            )
-        header_list = list(headers) if headers else None
-        while True:
-            try:
-                self.producer.produce(
-                    topic,
-                    value=value,
-                    key=key,
-                    partition=partition,
-                    timestamp=timestamp,
-                    headers=header_list,
-                    on_delivery=self._delivered,
-                )
-                break
-            except BufferError:  # the client's queue is full: let it send
-                self.producer.poll(POLL_S)
-            except KafkaException as e:
-                raise self.error(e, f"writing to {topic}/{partition} in") from None
-        if self._fatal is not None or self._failures or self._lost is not None:
-            self._raise_failure()
+        """``send`` without building a ``LogRecord``."""
+        self.produce_many(topic, partition, [key], [value], [timestamp], [tuple(headers or ())])
 
     def produce_many(
         self,
