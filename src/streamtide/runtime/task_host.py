@@ -24,6 +24,7 @@ On a Kafka log a run commits itself instead, in the task's own transaction
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 import uuid
@@ -150,6 +151,7 @@ class TaskHost:
                     held = self._open_active(task_id, state, batch)
                 before = {}
         task = held.task
+        paused = _pause_cyclic_collector()
         try:
             read = 0
             partition = task.partition
@@ -180,6 +182,9 @@ class TaskHost:
         except BaseException:
             self._close_active(task_id, None)
             raise
+        finally:
+            if paused:
+                gc.enable()
         metrics = _delta(before, task.metrics.as_dict())
         if not self.keep_open:
             self._close_active(task_id, None)
@@ -454,6 +459,20 @@ def _already_committed(
         "already_committed": True,
         "duration_ms": round((time.perf_counter() - started) * 1000, 3),
     }
+
+
+def _pause_cyclic_collector() -> bool:
+    """Pause Python's cyclic garbage collector for one run; True if it was running.
+
+    A run holds every record of its batch, their decoded values and its outputs at once:
+    hundreds of thousands of objects, which the collector would walk again and again as
+    the batch allocates (it halved dedup's throughput at 100,000-record batches). The batch's
+    garbage is freed by reference counting as usual; objects in cycles wait for the
+    collector's next pass after the run."""
+    if not gc.isenabled():
+        return False
+    gc.disable()
+    return True
 
 
 def _delta(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
