@@ -16,6 +16,7 @@ from streamtide.engine.protocol import CommitRecord, Ranges, resume_batch
 from streamtide.log import open_log
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import offset_key
+from streamtide.runtime.kafka_task_commit import source_partitions
 from streamtide.runtime.state_factory import make_task_stores
 from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
 
@@ -84,9 +85,9 @@ class LocalDriver:
 
     def _fix_ranges(self, stage: Stage) -> tuple[Ranges, dict[str, str]]:
         if isinstance(self.committer, KafkaBatchCommitter):  # Kafka holds the task states
+            app = self.config.application_id
             sources = {
-                t: [(topic, int(t.split("_")[1])) for topic in stage.source_topics]
-                for t in stage.task_ids
+                t: source_partitions(self.topology, app, self.log, t) for t in stage.task_ids
             }
             found = self.committer.committed_states(sources)
             for task in stage.task_ids:

@@ -66,6 +66,7 @@ from streamtide.log import open_log
 from streamtide.processor.punctuation import is_wall_clock_schedule
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState, offset_key
+from streamtide.runtime.kafka_task_commit import source_partitions
 from streamtide.runtime.restore import RESTORE_DURATION_MS
 from streamtide.runtime.store_query import QueryOp, StoreQuery
 from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec
@@ -572,16 +573,12 @@ class StreamsApp:
 
     def _task_sources(self, stage: Stage | None = None) -> dict[str, list[tuple[str, int]]]:
         """Each task's source partitions (of one stage, or of all)."""
-        sources: dict[str, list[tuple[str, int]]] = {}
-        for each in [stage] if stage is not None else self.stages:
-            for task in each.task_ids:
-                partition = int(task.split("_")[1])
-                sources[task] = [
-                    (topic, partition)
-                    for topic in each.source_topics
-                    if partition < self.log.partitions(topic)
-                ]
-        return sources
+        app = self.config.application_id
+        return {
+            task: source_partitions(self.topology, app, self.log, task)
+            for each in ([stage] if stage is not None else self.stages)
+            for task in each.task_ids
+        }
 
     def _purge_repartition_topics(self) -> None:
         """Kafka: delete the repartition records every consuming task has committed."""

@@ -41,7 +41,7 @@ from streamtide.engine.committer import BatchCommitter
 from streamtide.engine.protocol import CommitRecord, PrepareRecord, SealRecord
 from streamtide.errors import FencedError
 from streamtide.log.api import Log
-from streamtide.log.errors import LogError, ProducerFencedError, TopicExistsError
+from streamtide.log.errors import LogError, ProducerFencedError
 from streamtide.log.kafka_group import GroupOffsets
 from streamtide.log.kafka_transaction import KafkaTransaction
 from streamtide.runtime.committed import TaskCommittedState
@@ -74,11 +74,7 @@ class KafkaBatchCommitter(BatchCommitter):
         """Take a new epoch here and in Kafka (fencing older drivers' producers); the tasks'
         producers are fenced by ``fence_tasks``."""
         self.app_dir.take_epoch()
-        if not self.log.has_topic(DRIVERS_TOPIC):
-            try:
-                self.log.create_topic(DRIVERS_TOPIC, 1, configs=DRIVERS_CONFIGS)
-            except TopicExistsError:
-                pass  # created concurrently
+        self.log.create_topic(DRIVERS_TOPIC, 1, exist_ok=True, configs=DRIVERS_CONFIGS)
         where = f"the driver of application {self.application_id!r}"
         self._fence = KafkaTransaction(self.log, f"{self.application_id}-driver", where)
         return self.app_dir.last_committed()

@@ -56,7 +56,6 @@ class KafkaTransaction:
         from confluent_kafka import Producer
 
         self.where = where
-        self.transactional_id = transactional_id
         self.timeout_s = float(log.timeout_s)
         client, _ = split_options(log.options)
         if "transactional.id" in client:
@@ -74,7 +73,6 @@ class KafkaTransaction:
         self._failures: list[tuple[str, int, Any]] = []
         #: (topic, partition) -> offset of the last record acknowledged there
         self.last_offsets: dict[tuple[str, int], int] = {}
-        self._last_offset = -1
         self._open = False
         self.producer = Producer(config)
         init = self.producer.init_transactions
@@ -86,10 +84,6 @@ class KafkaTransaction:
     def __exit__(self, *exc: object) -> None:
         self.abort()
         self.close()
-
-    @property
-    def in_transaction(self) -> bool:
-        return self._open
 
     def begin(self) -> None:
         if self._lost is not None:
@@ -180,7 +174,7 @@ class KafkaTransaction:
         self.flush()
         self.send(topic, partition, marker)
         self.commit()
-        return self._last_offset
+        return self.last_offsets[(topic, partition)]
 
     def abort(self) -> None:
         """Abort an open transaction (best effort: a fenced or unreachable producer's
@@ -265,7 +259,6 @@ class KafkaTransaction:
                 self._failures.append((message.topic(), message.partition(), error))
             else:
                 offset = message.offset()
-                self._last_offset = offset
                 key = (message.topic(), message.partition())
                 if offset > self.last_offsets.get(key, -1):
                     self.last_offsets[key] = offset

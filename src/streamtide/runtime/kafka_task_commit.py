@@ -28,6 +28,7 @@ from streamtide.log.api import Log, LogRecord
 from streamtide.log.errors import ProducerFencedError
 from streamtide.log.kafka_group import Committed, GroupOffsets, topic_partitions
 from streamtide.log.kafka_transaction import KafkaTransaction
+from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.repartition_order import SOURCE_HEADER
 
@@ -43,6 +44,19 @@ class Decision:
     done: bool
     state: TaskCommittedState
     ranges: dict[str, list[int]]
+
+
+def source_partitions(
+    topology: Topology, application_id: str, log: Log, task_id: str
+) -> list[tuple[str, int]]:
+    """The (physical) source partitions a task reads: its partition of each source topic
+    that has it (the offsets its commits carry)."""
+    subtopology, partition = (int(part) for part in task_id.split("_"))
+    topics = (
+        topology.resolve_topic(topic, application_id)
+        for topic in topology.subtopology(subtopology).source_topics
+    )
+    return [(topic, partition) for topic in topics if partition < log.partitions(topic)]
 
 
 def transactional_id(application_id: str, task_id: str) -> str:

@@ -40,7 +40,7 @@ from streamtide.log.kafka_group import GroupOffsets
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState
 from streamtide.runtime.global_stores import GlobalStores
-from streamtide.runtime.kafka_task_commit import KafkaTaskCommit
+from streamtide.runtime.kafka_task_commit import KafkaTaskCommit, source_partitions
 from streamtide.runtime.repartition_order import merge_by_writer
 from streamtide.runtime.restore import RECORDS_RESTORED, STANDBY_LAG
 from streamtide.runtime.segment_collector import SegmentCollector
@@ -245,22 +245,13 @@ class TaskHost:
             return None
         if self._group is None:
             self._group = GroupOffsets(self.log, self.config.application_id)
-        subtopology, partition = (int(part) for part in task_id.split("_"))
         app = self.config.application_id
-        sources = [
-            (topic, partition)
-            for topic in (
-                self.topology.resolve_topic(t, app)
-                for t in self.topology.subtopology(subtopology).source_topics
-            )
-            if partition < self.log.partitions(topic)
-        ]
         return KafkaTaskCommit(
             self.log,
             self._group,
             app,
             task_id,
-            sources,
+            source_partitions(self.topology, app, self.log, task_id),
             exactly_once=self.config.processing_guarantee == "exactly_once",
             repartition_topics=self._repartition_topics(),
         )
