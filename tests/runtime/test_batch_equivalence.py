@@ -66,6 +66,15 @@ def dedup_then_sessions() -> Topology:
     return builder.build()
 
 
+def dedup_alone() -> Topology:
+    """Dedup by string key straight into a sink: the chain the column lane takes whole."""
+    builder = StreamsBuilder()
+    builder.stream("in", Consumed.with_(STRING, JSON)).deduplicate_by_key(
+        timedelta(seconds=6), Deduplicated.as_("dedup")
+    ).to("unique", Produced.with_(STRING, JSON))
+    return builder.build()
+
+
 def dedup_by_id_and_list_sessions() -> Topology:
     """Dedup by (key, id) with the record cache off, and a session aggregate whose aggregator
     builds lists in place (a hazard for any path that keeps aggregates in memory)."""
@@ -252,6 +261,7 @@ TOPOLOGIES: dict[str, Callable[[], Topology]] = {
     "enriched-by-a-table": enriched_by_a_table,
     "final-sessions-windows": final_sessions_and_windows,
     "dedup-sessions": dedup_then_sessions,
+    "dedup-alone": dedup_alone,
     "by-id-list-sessions": dedup_by_id_and_list_sessions,
     "byte-keys-text-sessions": byte_keys_and_text_sessions,
     "punctuated": punctuated_counts,
@@ -374,24 +384,37 @@ def inputs(draw: Any) -> tuple[list[LogRecord], list[int], set[int]]:
 )
 def test_batch_path_equals_record_path(name: str, data: Any) -> None:
     records, cuts, wipes = data
+    record_path = assert_paths_equal(TOPOLOGIES[name], records, cuts, wipes)
+    outputs = ("sessions", "unique", "windows", "sums", "joined")
+    # records without key may all be dropped; a join or final results may hold every record back
+    held_back = name in ("outer-join", "final-sessions-windows")
+    keyless = all(r.key is None for r in records)
+    assert any(record_path.get(topic) for topic in outputs) or keyless or held_back
+
+
+def assert_paths_equal(
+    topology: Callable[[], Topology], records: list[LogRecord], cuts: list[int], wipes: set[int]
+) -> dict[str, Any]:
+    """Run both paths; everything visible must be equal. Returns the record path's."""
     results = []
     for batch_processing in (False, True):
         root = Path(tempfile.mkdtemp(prefix="streamtide-eq-"))
         try:
-            results.append(
-                run_batches(root, TOPOLOGIES[name](), records, cuts, wipes, batch_processing)
-            )
+            results.append(run_batches(root, topology(), records, cuts, wipes, batch_processing))
         finally:
             shutil.rmtree(root, ignore_errors=True)
     record_path, batch_path = results
     assert batch_path.keys() == record_path.keys()
     for what in record_path:
         assert batch_path[what] == record_path[what], what
-    outputs = ("sessions", "unique", "windows", "sums", "joined")
-    # records without key may all be dropped; a join or final results may hold every record back
-    held_back = name in ("outer-join", "final-sessions-windows")
-    keyless = all(r.key is None for r in records)
-    assert any(record_path.get(topic) for topic in outputs) or keyless or held_back
+    return record_path
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=inputs())
+def test_the_column_lane_equals_the_record_path(data: Any) -> None:
+    """Dedup straight into a sink: the batch path hands each batch down as columns."""
+    assert_paths_equal(dedup_alone, *data)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,6 +8,10 @@ At commit the store receives exactly the writes the record path would have left 
 buffer: one purge up to the last cutoff, the entries stored and still live, and tombstones for
 the entries stored and expired within the batch. So outputs, changelogs and state are those of
 record-at-a-time processing (a property test checks it).
+
+With string keys deduplicated by key, the twin also takes whole column batches
+(``process_columns``): the same decisions in one loop over the batch's keys, timestamps and
+stream times, forwarding the surviving rows as one batch.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 
 from streamtide.dsl.deduplicate import DeduplicateProcessor
 from streamtide.processor.api import ProcessorContext
+from streamtide.processor.column_batch import ColumnBatch
 from streamtide.processor.variants import register_batch_variant
 from streamtide.record import Record, RecordMetadata
 from streamtide.serde import StringSerde
@@ -91,6 +96,59 @@ class BatchDeduplicateProcessor(DeduplicateProcessor):
                 self._metrics.increment("dropped-duplicates")
                 return
         context.forward(ids.output(record))
+
+    @property
+    def columnar(self) -> bool:
+        """Whether ``process_columns`` can take this operator's batches: string keys,
+        deduplicated by key (the id is the key itself; no user function to call)."""
+        return self._string_keys
+
+    def process_columns(self, batch: ColumnBatch) -> None:
+        """``process`` of every row of ``batch`` in order; forwards the rows that pass."""
+        interval = self.interval
+        entries_of = self._entries
+        stored = self._stored
+        load = self._load
+        topic, partition, offsets = batch.topic, batch.partition, batch.offsets
+        forwarded: list[int] = []
+        forward = forwarded.append
+        dropped = 0
+        cutoff = None
+        for row, (key, t, stream_time) in enumerate(
+            zip(batch.keys, batch.timestamps, batch.stream_times)
+        ):
+            if key.__class__ is not str:  # a None key passes without deduplication
+                forward(row)
+                continue
+            cutoff = stream_time - interval
+            entries = entries_of.get(key)
+            if entries is None:
+                entries = load(key)
+            if entries:
+                low = t - interval if t - interval > cutoff else cutoff
+                high = t + interval
+                found = [origin for ts, origin in entries if low <= ts <= high]
+                if found:
+                    offset = offsets[row]
+                    if offset is None or (topic, partition, offset) not in found:
+                        dropped += 1
+                        continue
+                    forward(row)  # its own entry: a reprocessed record passes again
+                    continue
+            if t >= cutoff:  # a late record is forwarded but not stored
+                offset = offsets[row]
+                origin = None if offset is None else (topic, partition, offset)
+                if len(entries) > 8:
+                    entries[:] = [e for e in entries if e[0] >= cutoff]
+                entries.append((t, origin))
+                stored[(key, t)] = origin
+            forward(row)
+        if cutoff is not None:
+            self._cutoff = cutoff
+        if dropped:
+            self._metrics.increment("dropped-duplicates", dropped)
+        if forwarded:
+            self.context.forward_columns(batch.take(forwarded))  # type: ignore[attr-defined]
 
     def flush(self) -> None:
         """Write the batch's changes to the store (see the module docstring)."""

@@ -881,11 +881,12 @@ class StreamsApp:
             )
             self._layout = layout
         by_slot: dict[SlotKey, list[int]] = {}
+        executor_of: dict[SlotKey, ExecutorInfo] = {}
         for index, (_, _, executor, slot) in enumerate(units):
             key = SlotKey(executor.id, slot)
-            if key not in by_slot:
-                workers.ensure(key, executor)
+            executor_of[key] = executor
             by_slot.setdefault(key, []).append(index)
+        workers.ensure(executor_of)
         replies = workers.request(
             {
                 key: {"kind": "run", "units": [units[i][1] for i in indexes]}

@@ -147,41 +147,49 @@ class ContinuousWorkers:
 
     # ---- launching -----------------------------------------------------------------------
 
-    def ensure(self, key: SlotKey, executor: ExecutorInfo) -> None:
-        """Make sure ``key`` has a connected work unit (launching one if needed)."""
+    def ensure(self, slots: Mapping[SlotKey, ExecutorInfo]) -> None:
+        """Make sure every slot of ``slots`` has a connected work unit: launch the missing
+        ones together (each pays a Spark job and a Python worker's start, in parallel), then
+        wait for all of them."""
         with self._changed:
-            slot = self._slots.get(key)
-            if (
-                slot is not None
-                and slot.connected
-                and time.monotonic() - slot.started > (self._max_age)
-            ):
-                log.info("work unit %s reached its maximum age: replacing it", key)
-                self._stop_slot(slot)
-                while _alive(slot):  # its stores close before the next unit opens them
-                    self._changed.wait(0.5)
-                slot = None
-            if slot is None or slot.ended is not None or (slot.sock is None and not _alive(slot)):
-                slot = self._launch(key, executor)
+            launched = [self._current(key, executor) for key, executor in slots.items()]
             deadline = time.monotonic() + self._connect_timeout
-            lost = frozenset({key.executor})
-            while not slot.connected:
-                if slot.ended is not None:
-                    raise WorkerLostError(
-                        f"work unit {key} ended before connecting: {slot.ended}", lost
-                    )
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise WorkerLostError(
-                        f"work unit {key} did not connect within {self._connect_timeout:.0f} s "
-                        "(continuous execution needs one free task slot per work unit)",
-                        lost,
-                    )
-                self._changed.wait(min(left, 0.5))
-                if not slot.connected and not _listed(self._sc, key.executor):
-                    # pinned to an executor that died meanwhile: Spark would run it elsewhere
-                    # only once a core is free there, which may take long; re-plan now
-                    raise WorkerLostError(f"work unit {key}: executor {key.executor} is gone", lost)
+            for slot in launched:
+                self._wait_connected(slot, deadline)
+
+    def _current(self, key: SlotKey, executor: ExecutorInfo) -> _Slot:
+        """``key``'s work unit, launched anew if it has none or it is too old."""
+        slot = self._slots.get(key)
+        if slot is not None and slot.connected and time.monotonic() - slot.started > self._max_age:
+            log.info("work unit %s reached its maximum age: replacing it", key)
+            self._stop_slot(slot)
+            while _alive(slot):  # its stores close before the next unit opens them
+                self._changed.wait(0.5)
+            slot = None
+        if slot is None or slot.ended is not None or (slot.sock is None and not _alive(slot)):
+            slot = self._launch(key, executor)
+        return slot
+
+    def _wait_connected(self, slot: _Slot, deadline: float) -> None:
+        key = slot.key
+        lost = frozenset({key.executor})
+        while not slot.connected:
+            if slot.ended is not None:
+                raise WorkerLostError(
+                    f"work unit {key} ended before connecting: {slot.ended}", lost
+                )
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WorkerLostError(
+                    f"work unit {key} did not connect within {self._connect_timeout:.0f} s "
+                    "(continuous execution needs one free task slot per work unit)",
+                    lost,
+                )
+            self._changed.wait(min(left, 0.5))
+            if not slot.connected and not _listed(self._sc, key.executor):
+                # pinned to an executor that died meanwhile: Spark would run it elsewhere
+                # only once a core is free there, which may take long; re-plan now
+                raise WorkerLostError(f"work unit {key}: executor {key.executor} is gone", lost)
 
     def _launch(self, key: SlotKey, executor: ExecutorInfo) -> _Slot:
         generation = self._generations.get(key, 0) + 1

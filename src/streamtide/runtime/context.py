@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamtide.errors import TopologyError
 from streamtide.processor.api import Cancellable, ProcessorContext, PunctuationType, StateStore
+from streamtide.processor.column_batch import ColumnBatch
 from streamtide.processor.punctuation import (
     PunctuationSchedule,
     schedule_key,
@@ -56,6 +57,11 @@ class TaskContext(DelegatingStoreContext, ProcessorContext):
                     raise
             else:
                 task.dispatch(target, record)
+
+    def forward_columns(self, batch: ColumnBatch) -> None:
+        """``forward`` of every row of ``batch``, in the column lane (the current node's one
+        child takes the whole batch; see ``StreamTask``)."""
+        self._task.process_columns(self.current_node.children[0], batch)
 
     def schedule(
         self,

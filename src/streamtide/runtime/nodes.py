@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from streamtide.errors import SerdeError, StreamsProcessingError
 from streamtide.log.partitioner import partition_for_key
 from streamtide.processor.api import Processor
+from streamtide.processor.column_batch import ColumnBatch
 from streamtide.processor.nodes import SinkNodeDef
 from streamtide.record import Record
 from streamtide.serde import (
@@ -180,3 +181,57 @@ class SinkNode:
         self.collector.send(self.topic, partition, key, value, record.timestamp, record.headers)
 
     process = send
+
+    def send_columns(self, batch: ColumnBatch) -> bool:
+        """Send a whole batch: each column serialized at once, one partition lookup per
+        distinct key, one call to the collector per partition. False, having sent nothing,
+        when the batch needs ``send`` row by row: a custom partitioner or a windowed key
+        (their per-record logic), or a value a serde rejects (the error belongs to its row)."""
+        if self.partitioner is not None or self._base_key_serde is not None:
+            return False
+        try:
+            keys = self.key_serde.serialize_many(batch.keys)
+            values = self.value_serde.serialize_many(batch.values)
+        except SerdeError:
+            return False
+        n = self._num_partitions
+        if n is None:
+            n = self._num_partitions = self.collector.partitions_for(self.topic)
+        cache = self._partitions
+        if len(cache) >= _PARTITION_CACHE_SIZE:
+            cache.clear()
+        by_partition: dict[int, list[int]] = {}
+        for row, key in enumerate(keys):
+            if key is None:
+                partition = self._keyless % n
+                self._keyless += 1
+            else:
+                partition = cache.get(key)
+                if partition is None:
+                    partition = cache[key] = partition_for_key(key, n)
+            rows = by_partition.get(partition)
+            if rows is None:
+                by_partition[partition] = [row]
+            else:
+                rows.append(row)
+        timestamps, headers = batch.timestamps, batch.headers
+        send_many = getattr(self.collector, "send_many", None)
+        for partition, rows in by_partition.items():
+            if send_many is not None and len(rows) == len(keys):
+                send_many(self.topic, partition, keys, values, timestamps, headers)
+                continue
+            if send_many is not None:
+                send_many(
+                    self.topic,
+                    partition,
+                    [keys[i] for i in rows],
+                    [values[i] for i in rows],
+                    [timestamps[i] for i in rows],
+                    [headers[i] for i in rows],
+                )
+                continue
+            for i in rows:
+                self.collector.send(
+                    self.topic, partition, keys[i], values[i], timestamps[i], headers[i]
+                )
+        return True

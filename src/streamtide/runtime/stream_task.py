@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from itertools import repeat
+from itertools import accumulate, repeat
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from streamtide.handlers import Handler, ProcessingHandlerResponse
 from streamtide.log.segments import records_of
 from streamtide.processor import drops
 from streamtide.processor.api import PunctuationType, StateStore
+from streamtide.processor.column_batch import ColumnBatch
 from streamtide.processor.nodes import ProcessorNodeDef, SinkNodeDef, SourceNodeDef
 from streamtide.processor.punctuation import PunctuationQueue, PunctuationSchedule
 from streamtide.processor.topology import Topology
@@ -158,6 +159,8 @@ class StreamTask:
         stampers = {topic: stamper.stamp for topic, stamper in self._stampers.items()}
         self.partition_group = PartitionGroup(source_topics, stampers)
         self.batch_input = BatchInput(source_topics)
+        self._column_lanes: set[str] = set()  # source topics whose records take the lane
+        self._lane_failures = 0
         self._initialized = False
         self._closed = False
 
@@ -235,6 +238,12 @@ class StreamTask:
         for _name, node in self._nodes.items():
             if isinstance(node, ProcessorNode) and hasattr(node.processor, "init"):
                 self._in_node(node, lambda n=node: n.processor.init(self.context), "init")
+        if self.batch_processing:
+            self._column_lanes = {
+                topic
+                for topic, source in self._sources.items()
+                if topic not in self._stampers and self._column_lane_ok(source)
+            }
         self._initialized = True
         return self
 
@@ -358,6 +367,10 @@ class StreamTask:
                 stamped = True
         if stamped:  # order by the extracted timestamps
             order = processing_order(taken)
+        elif order is None and not inputs[0][5] and inputs[0][0] in self._column_lanes:
+            done_in_lane = self._process_column_lane(*inputs[0][:5])
+            if done_in_lane is not None:
+                return done_in_lane
         rows: Iterable[tuple[int, int]] = (
             order if order is not None else zip(repeat(0), range(len(taken[0][1])))
         )
@@ -404,6 +417,98 @@ class StreamTask:
                 self._offsets[offset_key(name, partition)] = last + 1
         self.metrics.increment("processed-records", done)
         return done
+
+    def _process_column_lane(
+        self, topic: str, children: list[Any], columns: Any, keys: list[Any], values: list[Any]
+    ) -> int | None:
+        """Process one topic's batch as a ``ColumnBatch`` down the source's column chain;
+        None (nothing done) when something could happen between two of its records: a
+        negative timestamp, a wall-clock schedule, or a stream-time punctuation falling due."""
+        timestamps = columns.timestamps
+        if self._has_wall_schedules or min(timestamps) < 0:
+            return None
+        stream_times = list(accumulate(timestamps, max, initial=self.stream_time))
+        del stream_times[0]
+        due = self._next_stream_due()
+        if due is not None and stream_times[-1] >= due:
+            return None
+        rows = list(range(len(timestamps)))
+        batch = ColumnBatch(
+            topic,
+            self.partition,
+            columns,
+            rows,
+            keys,
+            values,
+            timestamps,
+            columns.headers,
+            columns.offsets,
+            stream_times,
+        )
+        self._lane_failures = 0
+        try:
+            self.process_columns(children[0], batch)
+        finally:
+            self.stream_time = stream_times[-1]
+            last = next((o for o in reversed(columns.offsets) if o is not None), None)
+            if last is not None:
+                self._offsets[offset_key(topic, self.partition)] = last + 1
+        done = len(rows) - self._lane_failures
+        self.metrics.increment("processed-records", done)
+        return done
+
+    def process_columns(self, node: Any, batch: ColumnBatch) -> None:
+        """Hand ``batch`` to ``node`` in the column lane. A sink that cannot take it whole
+        sends it row by row, each failure going to the processing handler as the record path
+        would; any other failure in the lane fails the task."""
+        context = self.context
+        if node.__class__ is SinkNode:
+            if not node.send_columns(batch):
+                self._send_rows(node, batch)
+            return
+        previous = context.current_node
+        context.current_node = node
+        try:
+            node.processor.process_columns(batch)
+        except StreamsProcessingError:
+            raise
+        except Exception as exc:
+            self._failed_node = node.name
+            raise self._wrap(exc, batch.topic, None) from exc
+        finally:
+            context.current_node = previous
+
+    def _send_rows(self, sink: SinkNode, batch: ColumnBatch) -> None:
+        """The record path's sends of a lane batch, one record at a time."""
+        context = self.context
+        for i, row in enumerate(batch.rows):
+            record = Record(batch.keys[i], batch.values[i], batch.timestamps[i], batch.headers[i])
+            context._source = (batch.topic, batch.partition, batch.offsets[i])
+            context.current_node = sink
+            self._failed_node = None
+            try:
+                sink.send(record)
+            except Exception as exc:
+                self.note_failure(sink, record)
+                self._lane_failures += 1
+                self._on_processing_error(exc, batch.topic, _RowView(batch.source, row))
+            finally:
+                context._source = None
+                context.current_node = None
+
+    def _column_lane_ok(self, source: SourceNode) -> bool:
+        """Whether ``source`` heads a chain of nodes that take column batches: one child
+        each (so rows reach every node in the record path's order), batch twins that say
+        ``columnar``, a sink at the end."""
+        node: Any = source
+        while True:
+            if len(node.children) != 1:
+                return False
+            node = node.children[0]
+            if node.__class__ is SinkNode:
+                return not node.children
+            if not getattr(node.processor, "columnar", False):
+                return False
 
     def _next_stream_due(self) -> int | None:
         """When the stream-time queue next needs a check (None: never)."""
