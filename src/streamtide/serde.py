@@ -128,6 +128,16 @@ def _texts(items: list[bytes | None]) -> list[str] | None:
     return texts if len(texts) == len(items) else None
 
 
+def _joined_text(items: list[bytes | None]) -> str | None:
+    """The UTF-8 text of a column of byte strings joined by NULs, decoded in one call; None
+    when the column is empty, has a None, or an item holds a NUL byte itself (then the
+    caller decodes item by item). Invalid UTF-8 in any item raises."""
+    if not items or None in items:
+        return None
+    text = b"\x00".join(items).decode("utf-8")  # type: ignore[arg-type]
+    return text if text.count("\x00") == len(items) - 1 else None
+
+
 def exact_values(serde: Serde) -> frozenset[type]:
     """Classes of values that ``serde`` gives back exactly (same class, equal value) when it
     deserializes what it serialized, and that cannot change in place: a batch operator may
@@ -342,21 +352,26 @@ class JsonSerde(Serde[Any]):
         # The decoder's scanner parses one value; text it does not consume entirely (white
         # space around the value, or anything invalid) goes through the full decoder.
         scan, decode = _JSON_DECODER.scan_once, _JSON_DECODER.decode
-        texts = _texts(items)
-        if texts is not None:
+        text = _joined_text(items)
+        if text is not None:
             # one scan per value through the joined text (decoded once); no value can run
             # into the next one: the NUL between them is invalid JSON wherever it appears
-            joined = "\x00".join(texts)
+            size = len(text)
             values = []
             append = values.append
             start = 0
-            for length in map(len, texts):
-                end = start + length
+            for _ in range(len(items)):
                 try:
-                    value, stop = scan(joined, start)
+                    value, stop = scan(text, start)
                 except StopIteration:
                     stop = -1
-                append(value if stop == end else decode(joined[start:end]))
+                if stop == size or (stop >= 0 and text[stop] == "\x00"):
+                    append(value)
+                    start = stop + 1
+                    continue
+                end = text.find("\x00", start)
+                end = size if end < 0 else end
+                append(decode(text[start:end]))
                 start = end + 1
             return values
         out = []

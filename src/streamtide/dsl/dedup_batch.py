@@ -127,13 +127,20 @@ class BatchDeduplicateProcessor(DeduplicateProcessor):
             if entries:
                 low = t - interval if t - interval > cutoff else cutoff
                 high = t + interval
-                found = [origin for ts, origin in entries if low <= ts <= high]
-                if found:
-                    offset = offsets[row]
-                    if offset is None or (topic, partition, offset) not in found:
+                mine = None  # set once an entry is within the interval
+                own = False
+                for ts, origin in entries:
+                    if low <= ts <= high:
+                        if mine is None:
+                            mine = (topic, partition, offsets[row])
+                        if origin == mine and mine[2] is not None:
+                            own = True  # a reprocessed record passes again
+                            break
+                if mine is not None:
+                    if own:
+                        forward(row)
+                    else:
                         dropped += 1
-                        continue
-                    forward(row)  # its own entry: a reprocessed record passes again
                     continue
             if t >= cutoff:  # a late record is forwarded but not stored
                 offset = offsets[row]
@@ -160,7 +167,7 @@ class BatchDeduplicateProcessor(DeduplicateProcessor):
                     (
                         ident.encode("utf-8") if ident.__class__ is str else ident,
                         ts,
-                        None if origin is None else RecordMetadata(*origin),
+                        origin,
                         ts >= cutoff,
                     )
                     for (ident, ts), origin in self._stored.items()

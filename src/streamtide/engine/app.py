@@ -583,10 +583,7 @@ class StreamsApp:
     def _purge_repartition_topics(self) -> None:
         """Kafka: delete the repartition records every consuming task has committed."""
         assert isinstance(self.committer, KafkaBatchCommitter)
-        internal = {
-            self.topology.resolve_topic(t, self.config.application_id)
-            for t in self.topology.internal_topics
-        }
+        internal = self._repartition_topics
         consumed = {}
         for task, partitions in self._task_sources().items():
             state = self._task_states.get(task)
@@ -595,6 +592,15 @@ class StreamsApp:
                 if topic in internal and state is not None and key in state.offsets:
                     consumed[(topic, partition)] = state.offsets[key]
         self.committer.purge(consumed)
+
+    @property
+    def _repartition_topics(self) -> set[str]:
+        app = self.config.application_id
+        return {self.topology.resolve_topic(t, app) for t in self.topology.internal_topics}
+
+    def _settled_end(self, topic: str, partition: int) -> int:
+        assert isinstance(self.committer, KafkaBatchCommitter)
+        return self.committer.settled_end(topic, partition)
 
     def _internal_sinks(self, stage: Stage) -> list[str]:
         """Repartition topics this stage writes (their segments get interleaved)."""
@@ -609,9 +615,16 @@ class StreamsApp:
     def _fix_ranges(self, stage: Stage) -> tuple[Ranges, dict[str, str]]:
         """Each task's input ``{topic: (start, end)}``: from its committed offsets (checked
         against the topic's identity and extent, ``engine.sources``), at most
-        ``max_records_per_batch`` per partition, cut at one event time (``engine.ranges``)."""
+        ``max_records_per_batch`` per partition, cut at one event time (``engine.ranges``).
+
+        On Kafka a repartition partition is read whole, up to what the earlier batches
+        committed (``KafkaBatchCommitter.settled_end``): its records lie in blocks, one per
+        writing task and batch, each in time order but not ordered among each other (the
+        reading task merges them by time). A cap or a cut would take the head of one block
+        and leave the others' earlier records for a later batch, behind stream time."""
         cap = self._batch_size.cap
         topic_ids = {t: i for t in stage.source_topics if (i := self.log.topic_id(t)) is not None}
+        whole = self._repartition_topics if self.kafka else set()
         windows = {}
         for task in stage.task_ids:
             partition = int(task.split("_")[1])
@@ -631,11 +644,18 @@ class StreamsApp:
                     ),
                     self.config.auto_offset_reset,
                 )
+                if topic in whole:
+                    windows[(topic, partition)] = (
+                        start,
+                        max(start, self._settled_end(topic, partition)),
+                    )
+                    continue
                 available = self.log.end_offset(topic, partition)
                 end = min(available, start + cap)
                 self._batch_full = self._batch_full or available > end
                 windows[(topic, partition)] = (start, max(start, end))
-        ends = aligned_ends(self.log, windows)
+        ends = aligned_ends(self.log, {k: w for k, w in windows.items() if k[0] not in whole})
+        ends.update({k: end for k, (_, end) in windows.items() if k[0] in whole})
         ranges: Ranges = {task: {} for task in stage.task_ids}
         for (topic, partition), (start, _) in windows.items():
             ranges[f"{stage.subtopology}_{partition}"][topic] = (start, ends[(topic, partition)])

@@ -14,7 +14,13 @@ happened, and Kafka's committed offsets of the group ``<application_id>`` are th
   units of any earlier driver and aborts what they left open (some brokers never time out a
   transaction whose producer died, and readers of its partitions would wait for it);
 - after each batch the repartition records every consumer has committed are purged with
-  ``delete_records``, as Kafka Streams does.
+  ``delete_records``, as Kafka Streams does;
+- a stage reading a repartition topic waits (briefly) until the earlier batch's committed
+  transactions are readable there (``settled_end``): a broker writes a transaction's commit
+  markers after the producer's commit returns, and until then the last stable offset hides
+  the records of some writers while others' are visible. Reading the visible ones alone would
+  put a batch's records of one writer after later ones of another, and stream time would
+  jump ahead of them (dedup and windows would see them late).
 
 Drivers are fenced through Kafka too, so that two drivers of one application on different
 machines (each with its own application directory) cannot both go on: a starting driver
@@ -48,6 +54,9 @@ from streamtide.runtime.committed import TaskCommittedState
 from streamtide.runtime.kafka_task_commit import decode_state, transactional_id
 
 log = logging.getLogger(__name__)
+
+#: How long a stage waits for committed transactions to become readable (``settled_end``).
+SETTLE_WAIT_S = 5.0
 
 #: Where drivers record their batch commits, in transactions that fence older drivers.
 DRIVERS_TOPIC = "_streamtide-drivers"
@@ -130,6 +139,31 @@ class KafkaBatchCommitter(BatchCommitter):
             if state is not None:
                 states[task] = state
         return states
+
+    def settled_end(self, topic: str, partition: int) -> int:
+        """The last stable offset of a repartition partition once no transaction is open on
+        it (every writer of the application committed or aborted before the stage began);
+        after ``SETTLE_WAIT_S`` whatever is stable then (a writer that never ended its
+        transaction is fenced and aborted by the task's next owner)."""
+        end = self.log.end_offset(topic, partition)
+        deadline = time.monotonic() + SETTLE_WAIT_S
+        pause = 0.002
+        while end < self.log.high_watermark(topic, partition):  # type: ignore[attr-defined]
+            if time.monotonic() > deadline:
+                log.warning(
+                    "%s/%d: records up to offset %d are not readable yet after %.0f s "
+                    "(an open transaction); the stage reads up to %d",
+                    topic,
+                    partition,
+                    self.log.high_watermark(topic, partition),  # type: ignore[attr-defined]
+                    SETTLE_WAIT_S,
+                    end,
+                )
+                break
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+            end = self.log.end_offset(topic, partition)
+        return end
 
     def purge(self, consumed: dict[tuple[str, int], int]) -> None:
         """Delete repartition records below what their consumers committed."""

@@ -5,9 +5,9 @@ When every node below a task's source can take whole columns (a batch twin that 
 ``Record`` per row. Each row keeps what a record would carry plus what the task would have
 known while processing it: its source offset and the stream time after it (stream time moves
 on every input record, also those an upstream node drops). The task takes this lane only when
-nothing else could happen between two records: no punctuation falls due within the batch, no
-wall-clock schedule, no deserialization error, no negative timestamp (docs/engine.md,
-"The column lane").
+nothing else could happen between two records: input of one source topic, no punctuation
+falling due within the batch, no wall-clock schedule, no deserialization error and no
+negative timestamp (docs/engine.md, "Batch processing").
 """
 
 from __future__ import annotations

@@ -446,13 +446,11 @@ class StreamTask:
             stream_times,
         )
         self._lane_failures = 0
-        try:
-            self.process_columns(children[0], batch)
-        finally:
-            self.stream_time = stream_times[-1]
-            last = next((o for o in reversed(columns.offsets) if o is not None), None)
-            if last is not None:
-                self._offsets[offset_key(topic, self.partition)] = last + 1
+        self.process_columns(children[0], batch)  # a failure here fails the whole run
+        self.stream_time = stream_times[-1]
+        last = next((o for o in reversed(columns.offsets) if o is not None), None)
+        if last is not None:
+            self._offsets[offset_key(topic, self.partition)] = last + 1
         done = len(rows) - self._lane_failures
         self.metrics.increment("processed-records", done)
         return done

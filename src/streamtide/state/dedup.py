@@ -130,13 +130,18 @@ class DedupStore(BytesLayoutStore):
         if index_key < self._purged_below:
             self._purged_below = _INDEX + ts
 
-    def write_entries(self, entries: list[tuple[bytes, int, RecordMetadata | None, bool]]) -> None:
+    def write_entries(
+        self, entries: list[tuple[bytes, int, tuple[str, int, int | None] | None, bool]]
+    ) -> None:
         """For each ``(dedup id, timestamp, origin, keep)`` in order: ``put`` the entry when
-        ``keep``, else ``discard`` it; the same writes, with one call to the inner store."""
+        ``keep``, else ``discard`` it; the same writes, with one call to the inner store.
+        An origin here is a ``(topic, partition, offset)`` tuple (None: no origin)."""
         writes: list[tuple[bytes, bytes | None]] = []
         prefixes: dict[bytes, bytes] = {}
+        topics: dict[str, bytes] = {}
         purged_below = self._purged_below
         pack = _TS.pack
+        pack_origin = _ORIGIN.pack
         for dedup_id, timestamp, origin, keep in entries:
             ts = pack(
                 (
@@ -153,7 +158,14 @@ class DedupStore(BytesLayoutStore):
                 prefix = prefixes[dedup_id] = _id_prefix(self._check_id(dedup_id))
             index_key = _INDEX + ts + dedup_id
             if keep:
-                writes.append((prefix + ts, encode_origin(origin)))
+                if origin is None or origin[2] is None:
+                    stored = _NO_ORIGIN
+                else:
+                    topic = topics.get(origin[0])
+                    if topic is None:
+                        topic = topics[origin[0]] = origin[0].encode()
+                    stored = _HAS_ORIGIN + pack_origin(origin[2], origin[1]) + topic
+                writes.append((prefix + ts, stored))
                 writes.append((index_key, _MARKER))
                 if index_key < purged_below:
                     purged_below = _INDEX + ts
