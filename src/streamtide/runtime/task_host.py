@@ -217,7 +217,12 @@ class TaskHost:
             assert held.pending_state is not None
             stores = held.task.stores
             if stores.log is not None:
-                stores.on_committed(TaskCommittedState.from_dict(held.pending_state))
+                paused = _pause_cyclic_collector()  # a batch's writes: as many objects again
+                try:
+                    stores.on_committed(TaskCommittedState.from_dict(held.pending_state))
+                finally:
+                    if paused:
+                        gc.enable()
             held.state, held.pending, held.pending_state = held.pending_state, None, None
 
     def _commit_to_kafka(self, held: _Held, committed: dict[str, Any]) -> None:

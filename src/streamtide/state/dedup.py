@@ -216,17 +216,22 @@ class DedupStore(BytesLayoutStore):
         entries are visited.
         """
         upper = _INDEX + encode_ts(before)
-        expired = []
+        tombstones: list[tuple[bytes, bytes | None]] = []
+        prefixes: dict[bytes, bytes] = {}
         for key, _ in self.inner.range(self._purged_below, upper):
             if key[:9] >= upper:  # ``upper`` itself (an empty id at ``before``) is not expired
                 break
-            expired.append((key[1:9], key[9:]))
-        for ts, dedup_id in expired:
-            self.inner.put(_id_prefix(dedup_id) + ts, None)
-            self.inner.put(_INDEX + ts + dedup_id, None)
+            dedup_id = key[9:]
+            prefix = prefixes.get(dedup_id)
+            if prefix is None:
+                prefix = prefixes[dedup_id] = _id_prefix(dedup_id)
+            tombstones.append((prefix + key[1:9], None))
+            tombstones.append((key, None))  # the index key: _INDEX + ts + id
+        if tombstones:
+            self.inner.put_all(tombstones)
         if upper > self._purged_below:
             self._purged_below = upper
-        return len(expired)
+        return len(tombstones) // 2
 
     def entries(self) -> Iterator[DedupEntry]:
         """Every entry, by id (length, then bytes) and time."""
