@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from itertools import islice
 from typing import Any
 
-from streamtide.errors import StoreError
+from streamtide.errors import SerdeError, StoreError
 from streamtide.serde import Serde
 from streamtide.state.api import KeyValueBytesStore, KeyValueStore
 from streamtide.state.layout import SerdeLayoutStore
 from streamtide.state.timestamped import ValueAndTimestamp
+
+#: Entries a range read deserializes at once.
+_DECODE_CHUNK = 1024
 
 
 class SerdeKeyValueStore(SerdeLayoutStore, KeyValueStore[Any, Any]):
@@ -57,9 +61,21 @@ class SerdeKeyValueStore(SerdeLayoutStore, KeyValueStore[Any, Any]):
         return self.value_serde.deserialize(self.inner.delete(self._key_bytes(key)))  # type: ignore[union-attr]
 
     def _decode(self, entries: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[Any, Any]]:
-        kd, vd = self.key_serde.deserialize, self.value_serde.deserialize  # type: ignore[union-attr]
-        for k, v in entries:
-            yield kd(k), vd(v)
+        """Deserialized entries, a chunk of ``_DECODE_CHUNK`` at a time (each column at
+        once); a chunk with an entry a serde rejects is decoded entry by entry, so every
+        entry before it is still yielded before the error."""
+        key_serde, value_serde = self.key_serde, self.value_serde
+        while chunk := list(islice(entries, _DECODE_CHUNK)):
+            keys = [k for k, _ in chunk]
+            values = [v for _, v in chunk]
+            try:
+                decoded = zip(
+                    key_serde.deserialize_many(keys), value_serde.deserialize_many(values)
+                )  # type: ignore[union-attr]
+            except SerdeError:
+                kd, vd = key_serde.deserialize, value_serde.deserialize  # type: ignore[union-attr]
+                decoded = ((kd(k), vd(v)) for k, v in chunk)
+            yield from decoded
 
     def range(self, from_key: Any, to_key: Any) -> Iterator[tuple[Any, Any]]:
         lo = None if from_key is None else self._key_bytes(from_key)
