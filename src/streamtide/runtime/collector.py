@@ -23,18 +23,20 @@ class RecordCollector(Protocol):
     ) -> None: ...
 
 
-def send_records(
+def send_columns(
     collector: RecordCollector,
     topic: str,
     partition: int,
-    records: list[tuple[bytes, bytes | None, Any]],
+    keys: list[bytes],
+    values: list[bytes | None],
+    headers: list[Any],
     timestamp: int,
 ) -> None:
-    """Send ``(key, value, headers)`` records, in one call if the collector has ``send_many``."""
+    """Send records given as columns (one timestamp for all), in one call if the collector
+    has ``send_many``."""
     send_many = getattr(collector, "send_many", None)
     if send_many is not None:
-        keys, values, headers = zip(*records)
-        send_many(topic, partition, list(keys), list(values), [timestamp] * len(keys), headers)
+        send_many(topic, partition, keys, values, [timestamp] * len(keys), headers)
         return
-    for key, value, headers in records:
-        collector.send(topic, partition, key, value, timestamp, headers)
+    for key, value, header in zip(keys, values, headers):
+        collector.send(topic, partition, key, value, timestamp, header)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from streamtide.errors import StoreError, TopologyError
 from streamtide.log.api import Log, LogRecord
 from streamtide.processor.api import StateStore, StateStoreContext
-from streamtide.runtime.collector import send_records
+from streamtide.runtime.collector import send_columns
 from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.restore import (
     STANDBY_LAG,
@@ -251,12 +251,14 @@ class TaskStores:
         context = self.context
         timestamp = max(context.current_stream_time_ms(), 0) if context else 0
         for cl in self.changelogs.values():
-            records = cl.store.take_changelog()
+            keys, values, headers = cl.store.take_changelog_columns()
             if cl.source:  # the input records are the changelog: nothing to send
                 continue
-            if records and self.collector is not None:
-                send_records(self.collector, cl.topic, self.partition, records, timestamp)
-            cl.unconfirmed += len(records)
+            if keys and self.collector is not None:
+                send_columns(
+                    self.collector, cl.topic, self.partition, keys, values, headers, timestamp
+                )
+            cl.unconfirmed += len(keys)
         for store in self.stores.values():
             store.flush()
 

@@ -45,11 +45,21 @@ def range_end(headers: Any) -> tuple[bool, bytes | None]:
     return False, None
 
 
-def buffer_records(buffer: WriteBuffer) -> list[ChangelogRecord]:
-    """The changelog records that replay ``buffer`` (range deletes first, then keys)."""
-    records = [range_delete_record(begin, end) for begin, end in buffer.range_deletes]
-    records.extend([(key, value, ()) for key, value in buffer.items()])
-    return records
+#: Changelog records as three columns: keys, values, headers.
+ChangelogColumns = tuple[list[bytes], list["bytes | None"], list[Headers]]
+
+
+def buffer_columns(buffer: WriteBuffer) -> ChangelogColumns:
+    """The changelog records that replay ``buffer`` (range deletes first, then keys), as
+    columns: no tuple per record on the commit path."""
+    deletes = [range_delete_record(begin, end) for begin, end in buffer.range_deletes]
+    keys, values = buffer.columns()
+    headers: list[Headers] = [()] * len(keys)
+    if deletes:
+        keys[:0] = [key for key, _, _ in deletes]
+        values[:0] = [None] * len(deletes)
+        headers[:0] = [h for _, _, h in deletes]
+    return keys, values, headers
 
 
 def apply_changelog(store: KeyValueBytesStore, records: Iterable[ChangelogRecord]) -> int:
@@ -73,11 +83,12 @@ def apply_changelog(store: KeyValueBytesStore, records: Iterable[ChangelogRecord
 
 
 def apply_buffer(store: KeyValueBytesStore, buffer: WriteBuffer) -> None:
+    """Write ``buffer`` to ``store``: range deletes first, then every key in key order."""
     for begin, end in buffer.range_deletes:
         store.delete_range(begin, end)
-    items = buffer.items()
-    if items:
-        store.put_all(items)
+    keys, values = buffer.columns()
+    if keys:
+        store.put_all(zip(keys, values))
 
 
 class _InnerContext:
@@ -145,10 +156,14 @@ class ChangeLoggingKeyValueBytesStore(BytesLayoutStore, KeyValueBytesStore):
 
     def take_changelog(self) -> list[ChangelogRecord]:
         """The batch's changelog records; its writes move to the sent buffer."""
+        return list(zip(*self.take_changelog_columns()))
+
+    def take_changelog_columns(self) -> ChangelogColumns:
+        """``take_changelog`` as columns (keys, values, headers)."""
         writes = self._writes
         if not writes:
-            return []
-        records = buffer_records(writes)
+            return [], [], []
+        records = buffer_columns(writes)
         if self._sent:
             self._sent.absorb(writes)
             writes.clear()

@@ -59,6 +59,12 @@ class WriteBuffer:
     def range_deletes(self) -> list[RangeDelete]:
         return list(self._ranges)
 
+    def columns(self) -> tuple[list[bytes], list[bytes | None]]:
+        """Buffered keys in key order and their values (None: tombstone), as two lists."""
+        keys = list(self._keys)
+        values = self._values
+        return keys, [values[key] for key in keys]
+
     def items(self) -> list[tuple[bytes, bytes | None]]:
         """Buffered keys in key order with their value (None: tombstone)."""
         values = self._values
