@@ -170,6 +170,24 @@ def test_a_sink_serde_failure_is_the_failing_rows_alone_under_continue(tmp_path:
     assert metrics["processed-records"] == len(inputs) - 1
 
 
+class RaisingJson(PickyJson):
+    """A user's serde that raises its own exception, not a SerdeError."""
+
+    def serialize(self, value: Any) -> bytes | None:
+        if value.get("bad"):
+            raise KeyError("bad value")
+        return JSON.serialize(value)
+
+
+def test_a_user_serde_raising_its_own_error_goes_to_the_handler_too(tmp_path: Path) -> None:
+    inputs = records()
+    options = {"processing_handler": "continue"}
+    expected = run(tmp_path / "r", dedup_to_sink(RaisingJson()), False, inputs, (), **options)
+    got = run(tmp_path / "b", dedup_to_sink(RaisingJson()), True, inputs, (), **options)
+    assert got == expected
+    assert got[1]["processed-records"] == len(inputs) - 1
+
+
 def test_a_sink_serde_failure_fails_the_task_naming_the_record(tmp_path: Path) -> None:
     with pytest.raises(StreamsProcessingError) as failed:
         run(tmp_path, dedup_to_sink(PickyJson()), True, records())

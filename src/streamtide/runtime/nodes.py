@@ -192,7 +192,7 @@ class SinkNode:
         try:
             keys = self.key_serde.serialize_many(batch.keys)
             values = self.value_serde.serialize_many(batch.values)
-        except SerdeError:
+        except Exception:  # a SerdeError, or anything a user's serde raises
             return False
         n = self._num_partitions
         if n is None:
