@@ -120,12 +120,9 @@ class Serde(Generic[T]):
 
 def _texts(items: list[bytes | None]) -> list[str] | None:
     """The UTF-8 texts of a column of byte strings, decoded as one (a few calls, not one per
-    item); None when the column is empty, has a None, or an item holds a NUL byte (the
-    separator), so the caller decodes item by item. Invalid UTF-8 in any item raises."""
-    if not items or None in items:
-        return None
-    texts = b"\x00".join(items).decode("utf-8").split("\x00")  # type: ignore[arg-type]
-    return texts if len(texts) == len(items) else None
+    item); None where ``_joined_text`` gives None. Invalid UTF-8 in any item raises."""
+    text = _joined_text(items)
+    return None if text is None else text.split("\x00")
 
 
 def _joined_text(items: list[bytes | None]) -> str | None:

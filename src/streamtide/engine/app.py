@@ -632,25 +632,26 @@ class StreamsApp:
             for topic in stage.source_topics:
                 if partition >= self.log.partitions(topic):
                     continue
+                available = (
+                    self._settled_end(topic, partition)
+                    if topic in whole
+                    else self.log.end_offset(topic, partition)
+                )
                 start = input_start(
                     SourcePosition(
                         topic,
                         partition,
                         state.offsets.get(offset_key(topic, partition)) if state else None,
                         self.log.begin_offset(topic, partition),
-                        self.log.end_offset(topic, partition),
+                        available,
                         self._topic_ids.get(topic),
                         topic_ids.get(topic),
                     ),
                     self.config.auto_offset_reset,
                 )
                 if topic in whole:
-                    windows[(topic, partition)] = (
-                        start,
-                        max(start, self._settled_end(topic, partition)),
-                    )
+                    windows[(topic, partition)] = (start, max(start, available))
                     continue
-                available = self.log.end_offset(topic, partition)
                 end = min(available, start + cap)
                 self._batch_full = self._batch_full or available > end
                 windows[(topic, partition)] = (start, max(start, end))

@@ -148,14 +148,14 @@ class KafkaBatchCommitter(BatchCommitter):
         end = self.log.end_offset(topic, partition)
         deadline = time.monotonic() + SETTLE_WAIT_S
         pause = 0.002
-        while end < self.log.high_watermark(topic, partition):  # type: ignore[attr-defined]
+        while end < (written := self.log.high_watermark(topic, partition)):  # type: ignore[attr-defined]
             if time.monotonic() > deadline:
                 log.warning(
                     "%s/%d: records up to offset %d are not readable yet after %.0f s "
                     "(an open transaction); the stage reads up to %d",
                     topic,
                     partition,
-                    self.log.high_watermark(topic, partition),  # type: ignore[attr-defined]
+                    written,
                     SETTLE_WAIT_S,
                     end,
                 )
