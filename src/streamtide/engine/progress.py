@@ -30,6 +30,8 @@ class BatchProgress:
     commit_ms: float = 0.0
     committed_at: int = 0
     partition_lag: dict[str, int] = field(default_factory=dict)
+    #: Why fewer standbys than configured are kept (engine.placement.standby_shortfall).
+    standby_note: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
