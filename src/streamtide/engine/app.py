@@ -178,6 +178,11 @@ class StreamsApp:
             return
         self.sc = spark_context(self.spark)
         self.stages = make_plan(self.topology, self.config, self.log)
+        self._metrics.declare(
+            (t for stage in self.stages for t in stage.task_ids),
+            (store for stage in self.stages for store in stage.changelog_topics),
+            self._stateful_tasks() if self.config.num_standby_replicas else (),
+        )
         from pyspark import cloudpickle
 
         ship_user_modules(self.topology)
