@@ -121,8 +121,12 @@ def _log_options(items: Any, where: str) -> dict[str, Any]:
 
 
 def serde_names() -> tuple[str, ...]:
-    """Serdes that can be named in a config: Serdes' factories that take no argument."""
-    candidates = ("bytes", "string", "int", "long", "float", "double", "json")
+    """Serdes that can be named in a config: Serdes' factories that take no argument (Kafka's
+    names, then the deprecated ``int`` and ``float``, which keep their 8-byte layouts)."""
+    candidates = (
+        *("bytes", "string", "short", "integer", "long", "float32", "double", "uuid", "void"),
+        *("json", "int", "float"),
+    )
     return tuple(n for n in candidates if callable(getattr(Serdes, n, None)))
 
 
