@@ -5,23 +5,35 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streamtide.config import MASTER_FORMS
+from streamtide.log import open_log
 from tests.cli.installed import command_env, error_lines, streamtide
+
+FORMS = (
+    "local, local[N], local[*], local[N,F], local-cluster[N,C,M], spark://HOST:PORT, yarn, "
+    "k8s://https://HOST:PORT"
+)
 
 
 def test_a_bad_spark_master_is_one_line_naming_it_and_the_accepted_forms(tmp_path: Path) -> None:
+    (tmp_path / "myapp.py").write_text(
+        "from streamtide import StreamsBuilder\n"
+        "builder = StreamsBuilder()\n"
+        "builder.stream('clicks').to('out')\n"
+        "topology = builder.build()\n"
+    )
+    open_log(f"file://{tmp_path / 'streamtide-data'}").create_topic("clicks", 1)
     flag = streamtide(
         "run", "myapp:topology", "--application-id", "a", "--master", "locl[2]", cwd=tmp_path
     )
     assert flag.returncode == 1
     assert error_lines(flag) == [
-        f"Error: --master: master must be a Spark master URL ({MASTER_FORMS}), got 'locl[2]'"
+        f"Error: --master: master must be a Spark master URL ({FORMS}), got 'locl[2]'"
     ]
     (tmp_path / "app.toml").write_text('application_id = "a"\nmaster = 4\n')
     in_file = streamtide("run", "myapp:topology", "--config", "app.toml", cwd=tmp_path)
     assert in_file.returncode == 1
     assert error_lines(in_file) == [
-        f"Error: app.toml: master must be a Spark master URL ({MASTER_FORMS}), got 4"
+        f"Error: app.toml: master must be a Spark master URL ({FORMS}), got 4"
     ]
     demo = streamtide("demo", "--master", "mesos://host:5050", "--dir", "d", cwd=tmp_path)
     assert demo.returncode == 1
