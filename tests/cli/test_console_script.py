@@ -49,7 +49,7 @@ def topology():
         .windowed_by(TimeWindows.of_size(timedelta(minutes=1)))
         .count()
         .to_stream()
-        .to("counts", Produced.with_(Serdes.windowed(Serdes.string()), Serdes.long()))
+        .to("counts", Produced.with_(Serdes.time_windowed(Serdes.string(), 60_000), Serdes.long()))
     )
     return builder.build()
 """
@@ -135,7 +135,8 @@ def test_the_readme_commands_from_a_fresh_venv(fresh_venv: Path, tmp_path: Path)
     consumed = sh(
         fresh_venv,
         "streamtide consume counts --log file://./data --from-beginning "
-        "--key-format windowed-string --value-format long --timestamps iso",
+        "--key-format time-windowed-string --window-size 60000 --value-format long "
+        "--timestamps iso",
         tmp_path,
     )
     latest = {}

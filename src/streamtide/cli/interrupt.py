@@ -3,12 +3,12 @@ prints one line.
 
 PySpark's own SIGINT handler cancels every Spark job and raises ``KeyboardInterrupt`` wherever
 the main thread is, usually inside a py4j call: the long-running work units die mid-batch (the
-killed tasks log Java stack traces) and py4j logs the interrupted call's traceback. Here, once
-Spark is up, the first Ctrl-C only asks the application to stop after its running batch (which
-is committed); a second one stops at once. Before Spark is up, Ctrl-C raises
-``KeyboardInterrupt`` as usual and py4j's traceback of the interrupted call is left out of the
-log. While a stop runs, the JVM loggers that report tasks and status updates cut short by the
-shutdown are switched off; at any other time every error shows.
+killed tasks log Java stack traces) and py4j logs the interrupted call's traceback. Here Ctrl-C
+only asks the application to stop: after its running batch (which is committed), or, while
+Spark starts, once it is up (a launch cut short leaves its JVM running). Once Spark is up a
+second Ctrl-C stops at once. While a stop runs, the JVM loggers that report tasks and status
+updates cut short by the shutdown are switched off; at any other time every error shows. The
+log leaves out py4j's chatter (below WARNING) and ``KeyboardInterrupt`` tracebacks.
 """
 
 from __future__ import annotations
