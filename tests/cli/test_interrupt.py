@@ -8,7 +8,6 @@ import logging
 import os
 import re
 import signal
-import sys
 import time
 from pathlib import Path
 
@@ -66,23 +65,25 @@ def _group_ends(group: int, timeout: float) -> bool:
 
 def test_the_first_ctrl_c_asks_and_a_second_one_interrupts_once_spark_is_up() -> None:
     stop = StopRequest()
-    with stop.handling_ctrl_c():
-        os.kill(os.getpid(), signal.SIGINT)  # while Spark starts: only a request
-        os.kill(os.getpid(), signal.SIGINT)
-        assert stop.requested
-        stop.spark_is_up()
-        with pytest.raises(KeyboardInterrupt):
+    try:
+        with stop.handling_ctrl_c():
+            os.kill(os.getpid(), signal.SIGINT)  # while Spark starts: only a request
             os.kill(os.getpid(), signal.SIGINT)
-    assert signal.getsignal(signal.SIGINT) is not stop._on_sigint  # the old handler is back
-    logging.getLogger("streamtide").setLevel(logging.NOTSET)
+            assert stop.requested
+            stop.spark_is_up()
+            with pytest.raises(KeyboardInterrupt):
+                os.kill(os.getpid(), signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) is not stop._on_sigint  # the old one is back
+    finally:
+        logging.getLogger("streamtide").setLevel(logging.NOTSET)  # a request quiets it
 
 
-def test_keyboard_interrupt_tracebacks_are_left_out_of_the_log(
+def test_keyboard_interrupt_tracebacks_and_library_chatter_are_left_out_of_the_log(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
-    root.handlers = [logging.StreamHandler(sys.stderr)]
+    root.handlers = []  # a command of its own: nothing configured logging yet
     try:
         configure_logging(logging.INFO)
         try:
@@ -94,9 +95,10 @@ def test_keyboard_interrupt_tracebacks_are_left_out_of_the_log(
         except ValueError:
             logging.exception("something failed")
         logging.getLogger("py4j.clientserver").info("Closing down clientserver connection")
+        logging.getLogger("streamtide.engine").info("app batch 0: 5 in")
     finally:
         root.handlers, root.level = handlers, level
-        logging.getLogger("streamtide").setLevel(logging.NOTSET)
     err = capsys.readouterr().err
     assert "KeyboardInterrupt" not in err and "Closing down" not in err
     assert "something failed" in err and "ValueError: a real error" in err
+    assert "streamtide.engine app batch 0: 5 in" in err

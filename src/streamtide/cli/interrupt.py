@@ -40,23 +40,34 @@ SHUTDOWN_LOGGERS = (
 )
 
 
-class _NoKeyboardInterrupts(logging.Filter):
-    """Drops log records carrying a ``KeyboardInterrupt`` traceback (py4j logs one for every
-    call that Ctrl-C interrupted)."""
+class _Shown(logging.Filter):
+    """What a command logs: Streamtide's records from its level, other libraries' (py4j's
+    chatter) from WARNING, and never a ``KeyboardInterrupt`` traceback (py4j logs one for
+    every call that Ctrl-C interrupted)."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.level = level
 
     def filter(self, record: logging.LogRecord) -> bool:
         kind = record.exc_info[0] if record.exc_info else None
-        return not (kind is not None and issubclass(kind, KeyboardInterrupt))
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            return False
+        ours = record.name == "streamtide" or record.name.startswith("streamtide.")
+        return record.levelno >= (self.level if ours else logging.WARNING)
 
 
 def configure_logging(level: int) -> None:
-    """Streamtide's messages from ``level`` on, other libraries' (py4j's chatter) from WARNING
-    on, and no ``KeyboardInterrupt`` tracebacks."""
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("streamtide").setLevel(level)
-    for handler in logging.getLogger().handlers:
-        if not any(isinstance(f, _NoKeyboardInterrupts) for f in handler.filters):
-            handler.addFilter(_NoKeyboardInterrupts())
+    """Log to stderr as ``_Shown`` says, when nothing else configured logging (a command of
+    its own, not a call inside another program, whose logging stays as it is)."""
+    root = logging.getLogger()
+    if root.handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(message)s"))
+    handler.addFilter(_Shown(level))
+    root.addHandler(handler)
+    root.setLevel(min(level, logging.WARNING))
 
 
 class StopRequest:
