@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 #: At or above this 1-minute load average a run's absolute figures are not results.
@@ -59,3 +60,27 @@ def load_line(console: Any = None) -> LoadAtStart:
         style = "bold red" if load.busy else "dim"
         console.print(f"[{style}]{text}[/]", highlight=False)
     return load
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """User and system CPU seconds of process ``root`` and all its live descendants (its
+    JVM and Spark's Python workers included; Linux ``/proc``)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    used: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry.name)
+        used[pid] = (int(stat[11]) + int(stat[12])) / ticks
+        children.setdefault(int(stat[1]), []).append(pid)
+    total, todo = 0.0, [root]
+    while todo:
+        pid = todo.pop()
+        total += used.get(pid, 0.0)
+        todo.extend(children.get(pid, []))
+    return total
