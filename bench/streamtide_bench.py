@@ -45,6 +45,8 @@ OPERATIONS = (
     "pipeline",
 )
 #: The pipeline's windows: 60 s tumbling, 10 s grace; its large-amount branch: over 50.00.
+#: The tumbling count of ``bench.kafka``: 60 s windows, no grace.
+WINDOW_COUNT_MS = 60 * 1000
 PIPELINE_WINDOW_MS = 60 * 1000
 PIPELINE_GRACE_MS = 10 * 1000
 BIG_CENTS = 5000
@@ -79,6 +81,21 @@ def session_topology(w: Workload) -> Topology:
         .count(Materialized.as_("sessions"))
         .to_stream()
         .to("session-out", Produced.with_(Serdes.session_windowed(STRING), INT))
+    )
+    return builder.build()
+
+
+def window_count_topology(w: Workload) -> Topology:
+    """Count records per key in 60 s tumbling windows without grace, every update."""
+    builder = StreamsBuilder()
+    windows = TimeWindows.of_size_with_no_grace(timedelta(milliseconds=WINDOW_COUNT_MS))
+    (
+        builder.stream(TOPIC, Consumed.with_(STRING, JSON))
+        .group_by_key()
+        .windowed_by(windows)
+        .count(Materialized.as_("window-counts"))
+        .to_stream()
+        .to("window-count-out", Produced.with_(Serdes.time_windowed(STRING, WINDOW_COUNT_MS), INT))
     )
     return builder.build()
 
@@ -238,6 +255,8 @@ NOTES = {
     "session-count": "session count, gap {gap} ms, RocksDB session store, record cache on",
     "session-count-final": "session count, gap {gap} ms, grace {interval} ms, emitted once "
     "per session when it closes (on_window_close: the session store plus its close index)",
+    "window-count": "count per key in 60 s tumbling windows, no grace, every update (collapsed "
+    "per commit by the record cache)",
     "punctuation": "per-key counts in a RocksDB key-value store, all emitted every {every} ms "
     "of stream time",
     "stream-table-join": "KStream.join(KTable) with the users table ({keys:,} profiles, read from "
@@ -269,6 +288,7 @@ TOPOLOGIES = {
     "punctuation": punctuation_topology,
     "stream-table-join": join_topology,
     "pipeline": pipeline_topology,
+    "window-count": window_count_topology,
 }
 
 
@@ -287,6 +307,10 @@ class EngineRun:
     @property
     def output_records(self) -> int:
         return sum(b.output_records for b in self.batches)
+
+    @property
+    def changelog_records(self) -> int:
+        return sum(b.changelog_records for b in self.batches)
 
     @property
     def batch_ms(self) -> list[float]:

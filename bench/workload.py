@@ -62,6 +62,9 @@ class Workload:
     punctuate_every_ms: int = 60 * SECOND
     dedup_on: str = "key"
     seed: int = 42
+    #: When event time starts (epoch ms); a Kafka run starts it a day ago, within the
+    #: retention time of topics created with the broker's defaults.
+    epoch: int = EPOCH
 
     def describe(self) -> dict[str, Any]:
         """The parameters as JSON-friendly values."""
@@ -90,7 +93,7 @@ def generate(w: Workload) -> list[Event]:
     next_id = 0
     for index, key in enumerate(key_names):
         remaining = per_key + (1 if index < extra else 0)
-        t = EPOCH + rnd.randrange(0, 300 * SECOND)
+        t = w.epoch + rnd.randrange(0, 300 * SECOND)
         while remaining > 0:
             for _ in range(min(remaining, rnd.randint(*w.burst_events))):
                 t += rnd.randrange(*w.burst_spacing_ms)

@@ -785,6 +785,9 @@ class StreamsApp:
                 progress.output_records += sum(
                     n for t, n in result.output_records.items() if t not in changelogs
                 )
+                progress.changelog_records += sum(
+                    n for t, n in result.output_records.items() if t in changelogs
+                )
 
     def _execute(
         self,

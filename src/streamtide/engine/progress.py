@@ -40,6 +40,8 @@ class BatchProgress:
     batch: int
     input_records: int = 0
     output_records: int = 0
+    #: records written to the stores' changelog topics (not counted in ``output_records``)
+    changelog_records: int = 0
     duration_ms: float = 0.0
     restored_records: int = 0
     lag: dict[str, int] = field(default_factory=dict)
