@@ -11,7 +11,7 @@ LINES = (
     ("reading", ("task.read",), "tasks"),
     ("processing", ("task.process",), "tasks"),
     ("the stores' commit", ("task.commit",), "tasks"),
-    ("segment writes and fsyncs", ("task.write",), "tasks"),
+    ("segment writes and fsyncs (Kafka: the transaction)", ("task.write",), "tasks"),
     ("closing", ("task.close",), "tasks"),
     ("sealing (prepare, seals, seal record)", ("seal",), None),
     ("commit record", ("commit",), None),
