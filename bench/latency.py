@@ -37,7 +37,7 @@ from typing import Any
 
 from bench.io_counts import IOCounts, difference
 from bench.latency_agents import now_ms, read_latencies
-from bench.phases import phase_lines
+from bench.phases import phase_lines, slots_of
 from bench.system_load import load_line, tree_cpu_seconds
 from streamtide import (
     Consumed,
@@ -162,10 +162,12 @@ def _collect(app: StreamsApp, seen: dict[int, BatchProgress]) -> None:
         seen[progress.batch] = progress
 
 
-def run_rate(spark: Any, s: RunSettings, rate: int, execution: str) -> dict[str, Any]:
-    """One application at one rate in one execution mode; its latency figures, the batches
-    of the measured seconds and the writes counted meanwhile."""
-    name = f"lat{len(s.runs)}-{execution.replace('_', '')}-{rate}"
+def started_app(
+    spark: Any, s: RunSettings, suffix: str, execution: str
+) -> tuple[StreamsApp, Topics]:
+    """A fresh application of the workload (its own topics) started in the background, once
+    its first batch is committed."""
+    name = f"lat{len(s.runs)}-{suffix}"
     s.runs.append(name)
     topics = Topics(name)
     log = open_log(s.log_url, **s.log_options)
@@ -183,16 +185,28 @@ def run_rate(spark: Any, s: RunSettings, rate: int, execution: str) -> dict[str,
         execution=execution,
     )
     app = StreamsApp(topology(topics, s.stateless), config, spark=spark)
-    batches: dict[int, BatchProgress] = {}
-    out = str(s.root / f"latencies-{name}")
-    stop_file = s.root / f"stop-{name}"
     app.start()
+    deadline = time.monotonic() + 180
     try:
-        deadline = time.monotonic() + 180
         while app.last_progress is None:
             app.await_termination(0.1)  # raises what stopped the app
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{name}: no batch committed within 180 s")
+    except BaseException:
+        app.stop()
+        raise
+    return app, topics
+
+
+def run_rate(spark: Any, s: RunSettings, rate: int, execution: str) -> dict[str, Any]:
+    """One application at one rate in one execution mode; its latency figures, the batches
+    of the measured seconds and the writes counted meanwhile."""
+    app, topics = started_app(spark, s, f"{execution.replace('_', '')}-{rate}", execution)
+    batches: dict[int, BatchProgress] = {}
+    out = str(s.root / f"latencies-{topics.prefix}")
+    stop_file = s.root / f"stop-{topics.prefix}"
+    agents: list[subprocess.Popen] = []
+    try:
         count_after = now_ms() + int(s.warm_up * 1000)
         common = ["--log", s.log_url, "--partitions", str(s.partitions)]
         observer = _agent(
@@ -219,6 +233,7 @@ def run_rate(spark: Any, s: RunSettings, rate: int, execution: str) -> dict[str,
             "--seconds",
             str(s.warm_up + s.seconds),
         )
+        agents += [observer, producer]
         counts_before: dict[str, int] | None = None
         while producer.poll() is None:
             _collect(app, batches)
@@ -243,6 +258,9 @@ def run_rate(spark: Any, s: RunSettings, rate: int, execution: str) -> dict[str,
         observer.stdout.read()  # type: ignore[union-attr]
     finally:
         stop_file.touch()
+        for agent in agents:  # after a failure: nothing of this run keeps running
+            if agent.poll() is None:
+                agent.terminate()
         app.stop()
     per_topic = {t: read_latencies(out, t) for t in topics.outputs(s.stateless)}
     every = [v for values in per_topic.values() for v in values]
@@ -299,27 +317,8 @@ def held(results: list[dict[str, Any]], execution: str, bound_ms: float) -> int 
 def idle_cpu(spark: Any, s: RunSettings, seconds: float) -> float:
     """The share of one core that this process tree (driver, JVM, Python workers) uses while
     a started continuous application has no input."""
-    name = f"lat{len(s.runs)}-idle"
-    s.runs.append(name)
-    topics = Topics(name)
-    log = open_log(s.log_url, **s.log_options)
+    app, _ = started_app(spark, s, "idle", "continuous")
     try:
-        for topic in (topics.source, *topics.outputs(True)):
-            log.create_topic(topic, s.partitions)
-    finally:
-        log.close()
-    config = StreamsConfig(
-        application_id=name,
-        log=s.log_url,
-        log_options=dict(s.log_options),
-        state_dir=str(s.root / f"state-{name}"),
-        commit_interval=s.commit_interval,
-    )
-    app = StreamsApp(topology(topics, s.stateless), config, spark=spark)
-    app.start()
-    try:
-        while app.last_progress is None:
-            app.await_termination(0.1)
         time.sleep(2.0)  # the first batch's aftermath (settling, Spark's bookkeeping)
         before, began = tree_cpu_seconds(os.getpid()), time.monotonic()
         time.sleep(seconds)
@@ -445,7 +444,7 @@ def main(argv: list[str] | None = None) -> None:
         shutil.rmtree(root, ignore_errors=True)
     print()
     print_sweep(results, args.execution)
-    slots = int(args.master.partition("[")[2].rstrip("]") or 1) if "[" in args.master else 1
+    slots = slots_of(args.master)
     for r in results:
         if r["rate"] == args.breakdown_rate:
             print_breakdown(r, slots)

@@ -33,7 +33,7 @@ from typing import Any
 from bench.io_counts import IOCounts, difference
 from bench.latency import KAFKA_OPTIONS, RunSettings, print_breakdown, run_rate
 from bench.latency_agents import sink_for
-from bench.phases import phase_lines, write_summary
+from bench.phases import phase_lines, slots_of, write_summary
 from bench.system_load import load_line
 from streamtide import Consumed, Produced, Serdes, StreamsApp, StreamsBuilder, StreamsConfig
 from streamtide.engine.progress import BatchProgress
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> None:
     broker = None
     results: list[dict[str, Any]] = []
     latency = None
-    slots = int(args.master.partition("[")[2].rstrip("]") or 1) if "[" in args.master else 1
+    slots = slots_of(args.master)
     try:
         logs: dict[str, tuple[str, dict[str, str]]] = {"file": (f"file://{root / 'log'}", {})}
         if "kafka" in args.logs:

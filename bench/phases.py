@@ -65,3 +65,9 @@ def write_summary(writes: dict[str, float]) -> str:
         f"{n('kafka_task_commits'):,.1f} Kafka task commits, "
         f"{n('messages_sent'):,.1f} control messages"
     )
+
+
+def slots_of(master: str) -> int:
+    """Executor slots of a ``local[N]`` master (1 for anything else): work units in parallel."""
+    inside = master.partition("[")[2].rstrip("]")
+    return int(inside) if inside.isdigit() else 1
