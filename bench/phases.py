@@ -39,7 +39,7 @@ def phase_lines(
             continue
         ms = phase_ms(phases, parts)
         extra = f" (summed over {summed}; {ms / slots:,.1f} ms per work unit)" if summed else ""
-        lines.append(f"{label:<48}{ms:>9,.1f} ms{extra}")
+        lines.append(f"{label:<54}{ms:>9,.1f} ms{extra}")
     if writes:
         lines.append("writes per batch: " + write_summary(writes))
     return lines

@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     w = workload_from(args)
     operations = [op for op in streamtide_bench.OPERATIONS if op in (args.only or [op])]
-    console = Console(width=max(Console().width, 132))
+    console = Console(width=max(Console().width, 150))
     logging.basicConfig(level=logging.WARNING)
     load = load_line(console)
     began = time.perf_counter()
