@@ -30,7 +30,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.io_counts import IOCounts, difference
+from bench.io_counts import NAMES, IOCounts, difference
 from bench.latency import KAFKA_OPTIONS, RunSettings, print_breakdown, run_rate
 from bench.latency_agents import sink_for
 from bench.phases import phase_lines, slots_of, write_summary
@@ -43,6 +43,8 @@ from streamtide.log.partitioner import partition_for_key
 STRING, JSON = Serdes.string(), Serdes.json()
 PARTITIONS = (4, 16, 64, 256)
 RECORDS_PER_PARTITION = 5
+#: A pause after each batch (not timed), in which its work units settle it.
+SETTLE_S = 0.2
 
 
 class Keys:
@@ -98,6 +100,7 @@ def sweep_one(
     keys = Keys(partitions)
     measured: list[BatchProgress] = []
     warm_up_s = 0.0
+    written = dict.fromkeys(NAMES, 0)
     try:
         for batch in range(args.warm_up_batches + args.batches):
             for partition in range(partitions):
@@ -107,15 +110,17 @@ def sweep_one(
                 ]
                 sink.send(partition, rows)
             sink.flush()
-            if batch == args.warm_up_batches:
-                before = counts.read()
+            # counted from here until the next batch's records are appended (which are not
+            # the batch's writes), so each batch's settle counts too
+            before = counts.read()
             progress = app.run_batch()
+            time.sleep(SETTLE_S)
             if batch < args.warm_up_batches:
                 warm_up_s += progress.duration_ms / 1000
-            else:
-                measured.append(progress)
-        time.sleep(0.2)  # the last batch's settle message reaches its work units
-        written = difference(counts.read(), before)
+                continue
+            measured.append(progress)
+            for name, n in difference(counts.read(), before).items():
+                written[name] += n
     finally:
         sink.close()
         app.stop()
