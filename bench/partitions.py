@@ -31,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.io_counts import NAMES, IOCounts, difference
-from bench.latency import KAFKA_OPTIONS, RunSettings, print_breakdown, run_rate
+from bench.latency import KAFKA_OPTIONS, RunSettings, run_rate
 from bench.latency_agents import sink_for
+from bench.latency_report import print_breakdown
 from bench.phases import phase_lines, slots_of, write_summary
 from bench.system_load import load_line
 from streamtide import Consumed, Produced, Serdes, StreamsApp, StreamsBuilder, StreamsConfig
