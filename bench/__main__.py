@@ -1,4 +1,5 @@
-"""``python -m bench``: see ``bench/run.py``; ``python -m bench latency``: ``bench/latency.py``."""
+"""``python -m bench``: see ``bench/run.py``; ``python -m bench latency``: ``bench/latency.py``;
+``python -m bench partitions``: ``bench/partitions.py``."""
 
 import sys
 
@@ -7,6 +8,10 @@ if __name__ == "__main__":
         from bench.latency import main as latency
 
         latency(sys.argv[2:])
+    elif sys.argv[1:2] == ["partitions"]:
+        from bench.partitions import main as partitions
+
+        partitions(sys.argv[2:])
     else:
         from bench.run import main
 
