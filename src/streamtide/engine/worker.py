@@ -105,7 +105,7 @@ def serve(blob: bytes, payload: str) -> dict[str, Any]:
         "executor": executor,
         "pid": os.getpid(),
     }
-    sock = connect(job["host"], int(job["port"]), job["secret"], hello)
+    sock = connect(job["host"], int(job["port"]), job["secret"], job["fingerprint"], hello)
     parent = os.getppid()
     host = TaskHost(
         topology,
@@ -143,10 +143,11 @@ def answer_driver(
     names a reason to end; returns why it ended."""
     import select
 
-    from streamtide.engine.channel import ChannelClosedError, recv_message, send_message
+    from streamtide.engine.channel import ChannelClosedError, pending, recv_message, send_message
 
     while True:
-        readable, _, _ = select.select([sock], [], [], _LIVENESS_CHECK_S)
+        # a message TLS already decrypted is invisible to select: read it without waiting
+        readable = pending(sock) or select.select([sock], [], [], _LIVENESS_CHECK_S)[0]
         if not readable:
             reason = gone()
             if reason is not None:
