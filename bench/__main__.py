@@ -1,4 +1,5 @@
-"""``python -m bench``: see ``bench/run.py``; ``python -m bench latency``: ``bench/latency.py``."""
+"""``python -m bench``: see ``bench/run.py``; ``python -m bench latency``: ``bench/latency.py``;
+``python -m bench control_channel``: ``bench/control_channel.py``."""
 
 import sys
 
@@ -7,6 +8,10 @@ if __name__ == "__main__":
         from bench.latency import main as latency
 
         latency(sys.argv[2:])
+    elif sys.argv[1:2] == ["control_channel"]:
+        from bench.control_channel import main as control_channel
+
+        control_channel(sys.argv[2:])
     else:
         from bench.run import main
 
