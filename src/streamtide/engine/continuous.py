@@ -397,7 +397,7 @@ class ContinuousWorkers:
     def close(self, timeout: float = 30.0) -> None:
         """Stop every work unit and the control server; cancel jobs that do not end."""
         self._closed = True
-        slot_registry.release(self._sc, self._holding)
+        slot_registry.release(self._holding)
         for slot in list(self._slots.values()):
             self._stop_slot(slot)
         self._server.close()

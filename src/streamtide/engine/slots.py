@@ -34,13 +34,14 @@ class TaskSlotsHeldError(ConfigError):
 
 @dataclass(frozen=True)
 class _Holder:
+    session: str  # the Spark application id of the holder's SparkContext
     application_id: str
     held: Callable[[], Mapping[str, int]]  # executor id -> slots held now
 
 
 _lock = threading.Lock()
 _tokens = itertools.count(1)
-_holders: dict[str, dict[int, _Holder]] = {}  # Spark application id -> holder token -> holder
+_holders: dict[int, _Holder] = {}  # by token
 
 
 def _session_key(sc: object) -> str:
@@ -50,19 +51,17 @@ def _session_key(sc: object) -> str:
 def hold(sc: object, application_id: str, held: Callable[[], Mapping[str, int]]) -> int:
     """Register an application that holds slots of ``sc``'s executors (``held()`` says how
     many per executor, asked at every check); returns the token that ``release`` takes."""
-    token = next(_tokens)
+    holder = _Holder(_session_key(sc), application_id, held)
     with _lock:
-        _holders.setdefault(_session_key(sc), {})[token] = _Holder(application_id, held)
+        token = next(_tokens)
+        _holders[token] = holder
     return token
 
 
-def release(sc: object, token: int) -> None:
-    """Forget a holder (its application stopped)."""
+def release(token: int) -> None:
+    """Forget a holder (its application stopped; its SparkContext may be gone already)."""
     with _lock:
-        holders = _holders.get(_session_key(sc), {})
-        holders.pop(token, None)
-        if not holders:
-            _holders.pop(_session_key(sc), None)
+        _holders.pop(token, None)
 
 
 def check_free(
@@ -79,11 +78,14 @@ def check_free(
     for executor, slot in slots:
         needed.setdefault(executor.id, set()).add(slot)
         executors[executor.id] = executor
+    session = _session_key(sc)
     with _lock:
         others = [
             holder
-            for token, holder in _holders.get(_session_key(sc), {}).items()
-            if token != own_token and holder.application_id != application_id
+            for token, holder in _holders.items()
+            if holder.session == session
+            and token != own_token
+            and holder.application_id != application_id
         ]
     if not others:
         return
