@@ -57,6 +57,7 @@ from streamtide.engine.queryable import (
 )
 from streamtide.engine.ranges import aligned_ends
 from streamtide.engine.shipping import ship_user_modules
+from streamtide.engine.slots import TaskSlotsHeldError, check_free
 from streamtide.engine.sources import SourcePosition, input_start
 from streamtide.engine.status import read_status
 from streamtide.engine.topology_names import check_resource_names
@@ -212,7 +213,9 @@ class StreamsApp:
                 max_age=self.config.work_unit_max_age / 1000,
             )
         if self.config.metrics_port is not None and self._metrics_server is None:
-            self._metrics_server = MetricsServer(self._metrics.registry, self.config.metrics_port)
+            self._metrics_server = MetricsServer(
+                self._metrics.registry, self.config.metrics_port, self.config.metrics_bind_address
+            )
         self._started = True
         self._stopped = False
 
@@ -858,12 +861,16 @@ class StreamsApp:
                 if self._workers is not None:
                     reports = self._run_continuous(units, executors, assignment)
                 else:
+                    app_id, needed = self.config.application_id, [(u[2], u[3]) for u in units]
+                    check_free(self.sc, app_id, needed)
                     outputs = run_pinned_watched(
                         self.sc,
                         [(json.dumps(spec), ex) for _, spec, ex, _ in units],
                         make_work(self._blob),
                     )
                     reports = [json.loads(out) for out in outputs]
+            except TaskSlotsHeldError:
+                raise  # another application holds the slots until it stops: no retry helps
             except (WorkerLostError, PinnedExecutorLostError) as exc:  # an executor left: re-plan
                 last_error, cause = exc, None
                 self._await_executors_gone(exc.executors)

@@ -105,7 +105,7 @@ def serve(blob: bytes, payload: str) -> dict[str, Any]:
         "executor": executor,
         "pid": os.getpid(),
     }
-    sock = connect(job["host"], int(job["port"]), job["secret"], hello)
+    sock = connect(job["host"], int(job["port"]), job["secret"], job["fingerprint"], hello)
     parent = os.getppid()
     host = TaskHost(
         topology,
@@ -144,11 +144,12 @@ def answer_driver(
     import select
     import time
 
-    from streamtide.engine.channel import ChannelClosedError, recv_message, send_message
+    from streamtide.engine.channel import ChannelClosedError, pending, recv_message, send_message
 
     settle_ms = 0.0  # spent settling since the last run (reported with the next run)
     while True:
-        readable, _, _ = select.select([sock], [], [], _LIVENESS_CHECK_S)
+        # a message TLS already decrypted is invisible to select: read it without waiting
+        readable = pending(sock) or select.select([sock], [], [], _LIVENESS_CHECK_S)[0]
         if not readable:
             reason = gone()
             if reason is not None:
