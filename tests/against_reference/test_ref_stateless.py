@@ -1,0 +1,42 @@
+"""Stateless operators against the reference: filter, filter_not, map, map_values, flat_map,
+flat_map_values, select_key, peek, foreach, split/branch, merge, repartition and to."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+
+from tests.against_reference.inputs import DRIVER, ENGINE, check_driver, check_engine, engine_runs, events
+from tests.reference import Plan
+
+
+def stateless_plan() -> Plan:
+    plan = Plan()
+    s = plan.stream("in")
+    s.peek("seen")
+    s.filter(lambda k, v: v["n"] % 4 != 0).map_values(lambda v: {"twice": v["n"] * 2}).to("mapped")
+    s.filter_not(lambda k, v: v["n"] < 5).foreach("high")
+    s.flat_map_values(lambda v: [v["n"]] * (v["n"] % 3)).to("flat", value="long")
+    s.flat_map(lambda k, v: [(f"{k}-{j}", j) for j in range(v["n"] % 3)]).to("pairs", value="long")
+    branches = s.split([("small", lambda k, v: v["n"] < 3), ("mid", lambda k, v: v["n"] < 7)])
+    branches["small"].merge(branches["default"]).to("merged")
+    branches["mid"].map(lambda k, v: (v["i"] % 2 == 0 and k or "odd", v["i"])).to("mid", value="long")
+    rekeyed = s.filter(lambda k, v: k is not None).select_key(lambda k, v: f"n{v['n'] % 3}")
+    rekeyed.repartition("by-n").peek("after").to("by-n")
+    s.map(lambda k, v: (k, v["n"])).filter(lambda k, v: k is not None).repartition("same").to(
+        "same", value="long"
+    )
+    return plan
+
+
+@DRIVER
+@given(found=events())
+def test_stateless_operators_on_the_test_driver(found: Any) -> None:
+    check_driver(stateless_plan, found)
+
+
+@ENGINE
+@given(run=engine_runs(events()))
+def test_stateless_operators_on_the_engine(run: Any) -> None:
+    check_engine(stateless_plan, run)
