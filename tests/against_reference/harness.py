@@ -57,8 +57,14 @@ class Seen:
     effects: list[tuple[str, Any, Any]] = field(default_factory=list)
 
 
-def store_names(plan: Plan) -> list[str]:
-    names = [s.args["store"] for s in plan.steps if s.args.get("store")]
+def store_names(plan: Plan, queryable: bool = False) -> list[str]:
+    """Named stores of ``plan``; ``queryable``: only those a running application answers
+    queries for (not a global table's)."""
+    names = [
+        s.args["store"]
+        for s in plan.steps
+        if s.args.get("store") and not (queryable and s.op == "global_table")
+    ]
     return sorted({*names, *(s.name for s in plan.stores)})
 
 
@@ -134,13 +140,15 @@ def reference_on_driver(plan: Plan, events: list[Event], wall_clock: int = 0) ->
     return _reference_seen(plan, run)
 
 
-def _reference_seen(plan: Plan, run: ReferenceRun, per_partition: set[str] = frozenset()) -> Seen:
-    """``per_partition``: stores to give as ``{partition: contents}``."""
+def _reference_seen(plan: Plan, run: ReferenceRun, per_partition: set[str] | None = None) -> Seen:
+    """``per_partition`` (engine runs): queryable stores, these ones as ``{partition:
+    contents}``."""
     seen = Seen(effects=list(run.effects))
     for topic in plan.output_topics():
         seen.outputs[topic] = [(o.partition, o.writer, o.key, o.value, o.ts) for o in run.output(topic)]
-    for name in store_names(plan):
-        contents = run.store_by_partition(name) if name in per_partition else run.store(name)
+    split = per_partition or set()
+    for name in store_names(plan, queryable=per_partition is not None):
+        contents = run.store_by_partition(name) if name in split else run.store(name)
         if contents is not None:
             seen.stores[name] = contents
     return seen
@@ -197,7 +205,7 @@ def on_engine(plan: Plan, spec: EngineRun, root: Path) -> tuple[Seen, list[int]]
             for r in log.read(topic, p)
         ]
     keys = sorted({e.key for b in spec.batches for e in b if isinstance(e.key, str)})
-    for name in store_names(plan):
+    for name in store_names(plan, queryable=True):
         seen.stores[name] = engine_store(driver, name, keys)
     log.close()
     return seen, rounds

@@ -1,6 +1,10 @@
 """From a ``Plan`` to the interpreter's graph: nodes, the repartition topics between them,
 and the sub-topologies (groups) that tasks run.
 
+Tables send old values where Kafka's ``enableSendingOldValues`` rules say (see
+``enable_old_values``): a filter asks its parent when it is built, a ``group_by`` and the
+outer sides of table-table joins force it.
+
 Repartitions are where the semantics put them: ``repartition()``; ``group_by``; a grouping,
 a deduplication by key or a join after a key-changing operation (``map``, ``flat_map``,
 ``select_key``, ``process``); ``deduplicate`` (by the id); a table's ``group_by``. Grouping
@@ -206,9 +210,10 @@ class _Compiler:
             )
             self.key_changed[step.id] = False
         elif op == "table_filter":
+            parent = self.input_of(step)
             self.out[step.id] = self.add(
-                TableFilter, [self.input_of(step)], predicate=a["predicate"], negate=a["negate"],
-                store=a["store"], send_old=False,
+                TableFilter, [parent], predicate=a["predicate"], negate=a["negate"],
+                store=a["store"], send_old=self.enable_old_values(parent, force=False),
             )  # fmt: skip
         elif op == "table_map_values":
             self.out[step.id] = self.add(
@@ -223,6 +228,7 @@ class _Compiler:
                 Suppress, [self.input_of(step)], spec=a["spec"], close_after=self.close_after(first)
             )
         elif op == "table_group_by":
+            self.enable_old_values(self.input_of(step), force=True)
             regroup = self.add(TableRegroup, [self.input_of(step)], selector=a["selector"])
             self.marks[step.id] = {"stream": regroup, "repartition": True, "value": a["value"], "name": a["name"]}
         elif op in ("table_count", "table_reduce", "table_aggregate"):
@@ -232,6 +238,10 @@ class _Compiler:
             self.out[step.id] = self.add(TableAggregate, [source], kind=kind, **a)
         elif op == "table_join":
             left, right = self.input_of(step, 0), self.input_of(step, 1)
+            if a["kind"] in ("left_join", "outer_join"):
+                self.enable_old_values(left, force=True)
+            if a["kind"] == "outer_join":
+                self.enable_old_values(right, force=True)
             node = self.add(
                 TableTableJoin, [left, right], joiner=a["joiner"], kind=a["kind"], sides=[left, right],
                 store=a["store"],
@@ -241,6 +251,25 @@ class _Compiler:
         else:
             raise ValueError(f"the interpreter has no operator {op!r}")
         self.windowed_spec_of(step)
+
+    def enable_old_values(self, node_id: int, force: bool) -> bool:
+        """Ask a table node to send old values (Kafka's ``enableSendingOldValues``): a
+        materialized node can, and so can any node when ``force`` (it gets materialized);
+        an unmaterialized filter or map_values can when its parent can; aggregations and
+        joins always can. True when it now sends them."""
+        node = self.graph.nodes[node_id]
+        if "send_old" not in node.args:  # aggregations, joins: their stores give old values
+            node.args["send_old"] = True
+            for parent in node.parents if node.cls is Suppress else ():
+                self.enable_old_values(parent, force)
+            return True
+        if node.args["send_old"]:
+            return True
+        if node.args.get("store") is not None or (force and node.cls is TableSource):
+            node.args["send_old"] = True
+        elif node.cls in (TableFilter, TableMapValues):
+            node.args["send_old"] = self.enable_old_values(node.parents[0], force)
+        return node.args["send_old"]
 
     def windowed_spec_of(self, step: Step) -> None:
         """Tables made by windowed aggregations remember their windows (for suppress)."""
@@ -295,20 +324,6 @@ class _Compiler:
         self.key_changed[step.id] = False
 
 
-def _old_values(graph: Graph) -> None:
-    """Switch old values on above every ``group_by`` and table-table join: each table node
-    up the chain sends them, up to and including the first materialized one (which reads
-    old values from its own store) or the source (Kafka's ``enableSendingOldValues(true)``)."""
-    wanted = [n.id for n in graph.nodes if n.cls in (TableRegroup, TableTableJoin)]
-    while wanted:
-        for p in graph.nodes[wanted.pop()].parents:
-            parent = graph.nodes[p]
-            if "send_old" in parent.args and not parent.args["send_old"]:
-                parent.args["send_old"] = True
-                if parent.cls in (TableFilter, TableMapValues) and parent.args.get("store") is None:
-                    wanted.append(p)
-
-
 def _groups(graph: Graph) -> None:
     """Connected components, not counting repartition topics; in dependency order."""
     parent = list(range(len(graph.nodes)))
@@ -350,6 +365,5 @@ def compile_plan(plan: Plan, caching: bool = False) -> Graph:
     compiler = _Compiler(plan, caching)
     for step in plan.steps:
         compiler.step(step)
-    _old_values(compiler.graph)
     _groups(compiler.graph)
     return compiler.graph

@@ -1,0 +1,56 @@
+"""Tables against the reference: a source table (materialized), ``filter``/``filter_not``
+with and without old values (a ``group_by`` below switches them on), ``map_values``,
+``to_stream``, and ``group_by`` with ``count``/``reduce``/``aggregate`` (adder and
+subtractor, through a repartition topic)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given
+
+from tests.against_reference.inputs import (
+    DRIVER,
+    ENGINE,
+    check_driver,
+    check_engine,
+    engine_runs,
+    events,
+)
+from tests.reference import Plan
+
+
+def table_plan() -> Plan:
+    plan = Plan()
+    t = plan.table("profiles", store="profiles")
+    t.to_stream().to("updates")
+    t.filter(lambda k, v: v["n"] % 2 == 0).to_stream().to("even")
+    t.filter_not(lambda k, v: v["n"] > 6, store="small").to_stream().to("small")
+    t.map_values(lambda v: {"m": v["n"] * 10}).to_stream().to("mapped")
+    kept = t.filter(lambda k, v: v["n"] != 3)
+    kept.to_stream().to("kept")
+    kept.group_by(lambda k, v: (f"g{v['n'] % 3}", v["n"]), "by-rest", value="long").aggregate(
+        lambda: 0, lambda k, v, a: a + v, lambda k, v, a: a - v, "sums", value="long"
+    ).to_stream().to("sums", value="long")
+    t.group_by(lambda k, v: None if v["n"] == 5 else (f"p{v['n'] % 2}", v), "by-parity").count(
+        "counts"
+    ).to_stream().to("counts", value="long")
+    t.map_values(lambda v: v["i"]).group_by(lambda k, v: ("all", v), "all", value="long").reduce(
+        lambda a, v: a + v, lambda a, v: a - v, "totals", value="long"
+    ).to_stream().to("totals", value="long")
+    return plan
+
+
+TABLE_EVENTS = events(topics=("profiles",), tombstones=("profiles",))
+
+
+@DRIVER
+@given(found=TABLE_EVENTS)
+def test_tables_on_the_test_driver(found: Any) -> None:
+    check_driver(table_plan, found)
+
+
+@ENGINE
+@given(run=engine_runs(TABLE_EVENTS))
+def test_tables_on_the_engine(run: Any) -> None:
+    check_engine(table_plan, run)
