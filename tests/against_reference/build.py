@@ -19,9 +19,9 @@ from streamtide import (
     Serdes,
     SessionWindows,
     SlidingWindows,
+    Stores,
     StreamJoined,
     StreamsBuilder,
-    Stores,
     Suppressed,
     TimeWindows,
     Topology,
@@ -97,14 +97,16 @@ class _Builder:
         for store in self.plan.stores:
             self.builder.add_state_store(
                 Stores.key_value_store_builder(
-                    Stores.persistent_key_value_store(store.name), serde(store.key), serde(store.value)
+                    Stores.persistent_key_value_store(store.name),
+                    serde(store.key),
+                    serde(store.value),
                 )
             )
         for step in self.plan.steps:
             self.made[step.id] = self.step(step)
         return self.builder.build()
 
-    def step(self, step: Step) -> Any:  # noqa: C901 - one branch per DSL operation
+    def step(self, step: Step) -> Any:
         op, a = step.op, step.args
         this = self.made[step.inputs[0]] if step.inputs else None
         other = self.made[step.inputs[1]] if len(step.inputs) > 1 else None
@@ -168,13 +170,17 @@ class _Builder:
             return this.reduce(a["reducer"], stored(a["store"], a["value"]))
         if op == "window_aggregate":
             extra = (a["merger"],) if a["merger"] is not None else ()
-            return this.aggregate(a["initializer"], a["aggregator"], *extra, stored(a["store"], a["value"]))
+            return this.aggregate(
+                a["initializer"], a["aggregator"], *extra, stored(a["store"], a["value"])
+            )
         if op == "window_distinct":
             return this.distinct(stored(a["store"], "json"))
         if op == "dedup_key":
             return this.deduplicate_by_key(a["interval"], Deduplicated.as_(a["name"]))
         if op == "dedup_key_value":
-            return this.deduplicate_by_key_value(a["id_selector"], a["interval"], Deduplicated.as_(a["name"]))
+            return this.deduplicate_by_key_value(
+                a["id_selector"], a["interval"], Deduplicated.as_(a["name"])
+            )
         if op == "dedup_id":
             return this.deduplicate(a["id_selector"], a["interval"], Deduplicated.as_(a["name"]))
         if op == "stream_table_join":
@@ -185,7 +191,9 @@ class _Builder:
             method = this.left_join if a["left"] else this.join
             return method(other, a["key_selector"], a["joiner"])
         if op == "stream_join":
-            joined = StreamJoined.with_(Serdes.string(), Serdes.json(), Serdes.json()).with_name(a["name"])
+            joined = StreamJoined.with_(Serdes.string(), Serdes.json(), Serdes.json()).with_name(
+                a["name"]
+            )
             return getattr(this, a["kind"])(other, a["joiner"], windows_of(a["windows"]), joined)
         if op == "table_filter":
             method = this.filter_not if a["negate"] else this.filter
@@ -197,13 +205,18 @@ class _Builder:
         if op == "suppress":
             return this.suppress(suppressed_of(a["spec"]))
         if op == "table_group_by":
-            return this.group_by(a["selector"], Grouped.with_(Serdes.string(), serde(a["value"])).with_name(a["name"]))
+            return this.group_by(
+                a["selector"],
+                Grouped.with_(Serdes.string(), serde(a["value"])).with_name(a["name"]),
+            )
         if op == "table_count":
             return this.count(stored(a["store"], "long"))
         if op == "table_reduce":
             return this.reduce(a["adder"], a["subtractor"], stored(a["store"], a["value"]))
         if op == "table_aggregate":
-            return this.aggregate(a["initializer"], a["adder"], a["subtractor"], stored(a["store"], a["value"]))
+            return this.aggregate(
+                a["initializer"], a["adder"], a["subtractor"], stored(a["store"], a["value"])
+            )
         if op == "table_join":
             kind = {"join": "join", "left_join": "left_join", "outer_join": "outer_join"}[a["kind"]]
             return getattr(this, kind)(other, a["joiner"], materialized=stored(a["store"], "json"))

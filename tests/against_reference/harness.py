@@ -103,15 +103,36 @@ def config(**overrides: Any) -> StreamsConfig:
     )
 
 
-def on_driver(plan: Plan, events: list[Event], wall_clock: int = 0, state_dir: Path | None = None) -> Seen:
+def on_driver(
+    plan: Plan,
+    events: list[Event],
+    wall_clock: int = 0,
+    state_dir: Path | None = None,
+    commits: list[int] | None = None,
+) -> Seen:
+    """``commits``: run the driver with its record cache on and commit only after these
+    record counts (``pipe_record_list`` of each run of records between two of them, all of
+    one topic); else the cache is off and every record is committed on its own."""
     seen = Seen()
     topology = build_topology(plan, seen.effects)
-    driver = TopologyTestDriver(topology, config(), initial_wall_clock_ms=wall_clock, state_dir=state_dir)
+    driver = TopologyTestDriver(
+        topology,
+        config(),
+        initial_wall_clock_ms=wall_clock,
+        state_dir=state_dir,
+        cache_enabled=commits is not None,
+    )
     with driver:
         inputs = {
             topic: driver.create_input_topic(topic, serde(k), serde(v))
             for topic, (k, v) in _serdes(plan).items()
         }
+        if commits is not None:
+            for start, end in zip([0, *commits], [*commits, len(events)]):
+                piece = events[start:end]
+                if piece:
+                    inputs[piece[0].topic].pipe_record_list([(e.key, e.value, e.ts) for e in piece])  # type: ignore[index]
+            events = []
         for event in events:
             if event.topic is None:
                 driver.advance_wall_clock_time(event.ts)
@@ -119,7 +140,9 @@ def on_driver(plan: Plan, events: list[Event], wall_clock: int = 0, state_dir: P
                 inputs[event.topic].pipe_input(event.key, event.value, timestamp=event.ts)
         for topic, (k, v) in plan.output_topics().items():
             out = driver.create_output_topic(topic, serde(k), serde(v))
-            seen.outputs[topic] = [(0, None, r.key, r.value, r.timestamp) for r in out.read_records()]
+            seen.outputs[topic] = [
+                (0, None, r.key, r.value, r.timestamp) for r in out.read_records()
+            ]
         for name in store_names(plan):
             store = driver.get_state_store(name)
             kind = getattr(store, "kind", "key_value")
@@ -130,8 +153,21 @@ def on_driver(plan: Plan, events: list[Event], wall_clock: int = 0, state_dir: P
     return seen
 
 
-def reference_on_driver(plan: Plan, events: list[Event], wall_clock: int = 0) -> Seen:
-    run = ReferenceRun(plan, wall_clock=wall_clock, wall_clock_per_record=True)
+def reference_on_driver(
+    plan: Plan, events: list[Event], wall_clock: int = 0, commits: list[int] | None = None
+) -> Seen:
+    run = ReferenceRun(
+        plan, wall_clock=wall_clock, wall_clock_per_record=True, caching=commits is not None
+    )
+    if commits is not None:
+        for start, end in zip([0, *commits], [*commits, len(events)]):
+            for event in events[start:end]:
+                run.append(event.topic, event.key, event.value, event.ts, 0)  # type: ignore[arg-type]
+            while True:  # the driver processes each record as it comes; commits at the end
+                run.run_batch()
+                if not run.lag():
+                    break
+        events = []
     for event in events:
         if event.topic is None:
             run.advance_wall_clock(event.ts)
@@ -145,7 +181,9 @@ def _reference_seen(plan: Plan, run: ReferenceRun, per_partition: set[str] | Non
     contents}``."""
     seen = Seen(effects=list(run.effects))
     for topic in plan.output_topics():
-        seen.outputs[topic] = [(o.partition, o.writer, o.key, o.value, o.ts) for o in run.output(topic)]
+        seen.outputs[topic] = [
+            (o.partition, o.writer, o.key, o.value, o.ts) for o in run.output(topic)
+        ]
     split = per_partition or set()
     for name in store_names(plan, queryable=per_partition is not None):
         contents = run.store_by_partition(name) if name in split else run.store(name)
@@ -211,7 +249,9 @@ def on_engine(plan: Plan, spec: EngineRun, root: Path) -> tuple[Seen, list[int]]
     return seen, rounds
 
 
-def _write(log: Any, serdes: dict[str, tuple[str, str]], batch: list[Event], partitions: int) -> None:
+def _write(
+    log: Any, serdes: dict[str, tuple[str, str]], batch: list[Event], partitions: int
+) -> None:
     by_partition: dict[tuple[str, int], list[LogRecord]] = {}
     for event in batch:
         ks, vs = (serde(n) for n in serdes[event.topic])  # type: ignore[index]
@@ -256,7 +296,9 @@ def assert_same_as_driver(expected: Seen, actual: Seen) -> None:
         assert got == want, f"topic {topic!r}:\n got  {got}\n want {want}"
     assert actual.effects == expected.effects, "peek/foreach side effects differ"
     for name, contents in expected.stores.items():
-        assert actual.stores[name] == contents, f"store {name!r}:\n got  {actual.stores[name]}\n want {contents}"
+        assert actual.stores[name] == contents, (
+            f"store {name!r}:\n got  {actual.stores[name]}\n want {contents}"
+        )
 
 
 def assert_same_as_engine(expected: Seen, actual: Seen) -> None:
@@ -266,9 +308,10 @@ def assert_same_as_engine(expected: Seen, actual: Seen) -> None:
     equal; side effects equal as multisets."""
     for topic, records in expected.outputs.items():
         got_records = actual.outputs[topic]
-        assert Counter(_placed(r) for r in got_records) == Counter(_placed(r) for r in records), (
-            f"topic {topic!r} holds other records:\n got  {sorted(map(repr, map(_placed, got_records)))}\n"
-            f" want {sorted(map(repr, map(_placed, records)))}"
+        got, want = Counter(map(_placed, got_records)), Counter(map(_placed, records))
+        assert got == want, (
+            f"topic {topic!r} holds other records:\n missing {sorted((want - got).elements())}\n"
+            f" extra   {sorted((got - want).elements())}"
         )
         writers: dict[tuple, set] = {}
         for p, writer, key, _, _ in records:
@@ -278,10 +321,14 @@ def assert_same_as_engine(expected: Seen, actual: Seen) -> None:
                 continue
             want = [(k, v, ts) for q, _, k, v, ts in records if q == p and _base(k) == key]
             got = [(k, v, ts) for q, _, k, v, ts in got_records if q == p and _base(k) == key]
-            assert got == want, f"topic {topic!r} partition {p} key {key!r}:\n got  {got}\n want {want}"
+            assert got == want, (
+                f"topic {topic!r} partition {p} key {key!r}:\n got  {got}\n want {want}"
+            )
     assert Counter(map(_canonical, actual.effects)) == Counter(map(_canonical, expected.effects))
     for name, contents in expected.stores.items():
-        assert actual.stores[name] == contents, f"store {name!r}:\n got  {actual.stores[name]}\n want {contents}"
+        assert actual.stores[name] == contents, (
+            f"store {name!r}:\n got  {actual.stores[name]}\n want {contents}"
+        )
 
 
 def _base(key: Any) -> Any:

@@ -8,6 +8,7 @@ cut them into batches with restarts and wiped state between, on 1 or 4 partition
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -34,13 +35,19 @@ S = 1000
 BASE = 100 * S
 KEYS = ["a", "a", "a", "b", "c", "d"]
 
+#: ``REFERENCE_EXAMPLES=<factor>`` multiplies the example counts (a deeper run by hand)
+FACTOR = int(os.environ.get("REFERENCE_EXAMPLES", "1"))
+_COMMON: dict[str, Any] = {
+    "deadline": None,
+    "derandomize": True,  # the same examples on every run
+    "database": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large],
+}
 #: record-at-a-time comparisons: cheap, many examples
-DRIVER = settings(max_examples=25, deadline=None, derandomize=True,
-                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
-#: engine comparisons (RocksDB, file log, restarts): fewer examples
-ENGINE = settings(max_examples=6, deadline=None, derandomize=True,
-                  phases=[Phase.explicit, Phase.generate],  # no shrinking: each run costs
-                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
+DRIVER = settings(max_examples=25 * FACTOR, **_COMMON)
+#: engine comparisons (RocksDB, file log, restarts): fewer examples, and no shrinking (each
+#: run costs; a failure shows the example as generated)
+ENGINE = settings(max_examples=6 * FACTOR, phases=[Phase.explicit, Phase.generate], **_COMMON)
 
 
 ValueFn = Callable[[Any, int], Any]
@@ -74,7 +81,9 @@ def events(
         if (none_values or topic in tombstones) and draw(st.integers(0, 7)) == 0:
             body = None
         ts = max(0, now - draw(st.sampled_from(lateness)))
-        event = Event(topic, key, body, ts, partition=draw(st.integers(0, 3)) if key is None else None)
+        event = Event(
+            topic, key, body, ts, partition=draw(st.integers(0, 3)) if key is None else None
+        )
         found.append(event)
         if draw(st.integers(0, 6)) == 0:  # a resend: the same record again
             found.append(event)
@@ -82,7 +91,9 @@ def events(
 
 
 @st.composite
-def engine_runs(draw: Any, inputs: Any, partitions: tuple[int, ...] = (1, 4), caching: bool = False) -> EngineRun:
+def engine_runs(
+    draw: Any, inputs: Any, partitions: tuple[int, ...] = (1, 4), caching: bool = False
+) -> EngineRun:
     found = draw(inputs)
     cuts = sorted(set(draw(st.lists(st.integers(1, max(1, len(found) - 1)), max_size=3))))
     batches = [found[a:b] for a, b in zip([0, *cuts], [*cuts, len(found)]) if found[a:b]]
@@ -104,14 +115,20 @@ def scratch() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def check_driver(plan: Plan | Callable[[], Plan], found: list[Event], wall_clock: int = 0) -> None:
-    """The test driver, record at a time, does exactly what the reference does."""
+def check_driver(
+    plan: Plan | Callable[[], Plan],
+    found: list[Event],
+    wall_clock: int = 0,
+    commits: list[int] | None = None,
+) -> None:
+    """The test driver, record at a time, does exactly what the reference does
+    (``commits``: with the record cache on, committing after these record counts)."""
     make = plan if callable(plan) else (lambda: plan)
     topics = set(make().input_topics())
     found = [e for e in found if e.topic is None or e.topic in topics]
-    expected = reference_on_driver(make(), found, wall_clock)
+    expected = reference_on_driver(make(), found, wall_clock, commits)
     with scratch() as state_dir:
-        actual = on_driver(make(), found, wall_clock, state_dir)
+        actual = on_driver(make(), found, wall_clock, state_dir, commits)
     assert_same_as_driver(expected, actual)
 
 

@@ -37,7 +37,9 @@ def engine_store(driver: LocalDriver, name: str, keys: list[str]) -> dict[Any, A
         for task in route.task_ids:
             answer = ask(name, QueryOp.ALL, [], [task])[task]
             entries = {
-                route.key_serde.deserialize(decode_bytes(k)): route.value_serde.deserialize(decode_bytes(v))
+                route.key_serde.deserialize(decode_bytes(k)): route.value_serde.deserialize(
+                    decode_bytes(v)
+                )
                 for k, v in answer
             }
             if entries:

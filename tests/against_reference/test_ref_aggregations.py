@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.against_reference.inputs import (
     DRIVER,
@@ -25,8 +26,12 @@ def aggregation_plan() -> Plan:
     s = plan.stream("in")
     g = s.group_by_key()
     g.count("counts").to_stream().to("counts", value="long")
-    g.reduce(lambda a, v: {"n": a["n"] + v["n"], "i": max(a["i"], v["i"])}, "sums").to_stream().to("sums")
-    g.aggregate(lambda: [], lambda k, v, agg: ([*agg, v["n"]])[-4:], "lists").to_stream().to("lists")
+    g.reduce(lambda a, v: {"n": a["n"] + v["n"], "i": max(a["i"], v["i"])}, "sums").to_stream().to(
+        "sums"
+    )
+    g.aggregate(lambda: [], lambda k, v, agg: ([*agg, v["n"]])[-4:], "lists").to_stream().to(
+        "lists"
+    )
     by_n = s.group_by(lambda k, v: None if v is None else f"n{v['n'] % 3}")
     by_n.count("by-n").to_stream().to("by-n", value="long")
     rekeyed = s.select_key(lambda k, v: None if v is None or v["n"] == 7 else f"m{v['n'] % 2}")
@@ -66,3 +71,17 @@ def test_aggregations_on_the_engine(run: Any) -> None:
 @given(run=engine_runs(events(), caching=True))
 def test_cached_tables_emit_once_per_key_and_commit_on_the_engine(run: Any) -> None:
     check_engine(cached_plan, run)
+
+
+@st.composite
+def committed_in_pieces(draw: Any) -> tuple[list, list[int]]:
+    found = draw(events())
+    return found, sorted(set(draw(st.lists(st.integers(1, len(found)), max_size=4))))
+
+
+@DRIVER
+@given(case=committed_in_pieces())
+def test_cached_tables_emit_once_per_key_and_commit_on_the_test_driver(case: Any) -> None:
+    """The order too: keys in the order of their last update before the commit."""
+    found, commits = case
+    check_driver(cached_plan, found, commits=commits)

@@ -26,7 +26,9 @@ def dedup_plan(none_ids: bool) -> Plan:
     s.deduplicate_by_key_value(
         lambda k, v: None if none_ids and v["n"] == 9 else v["n"] % 3, 6 * S, "by-kv"
     ).to("by-kv")
-    s.deduplicate(lambda k, v: None if none_ids and v["n"] == 8 else v["n"], 5 * S, "by-id").to("by-id")
+    s.deduplicate(lambda k, v: None if none_ids and v["n"] == 8 else v["n"], 5 * S, "by-id").to(
+        "by-id"
+    )
     s.select_key(lambda k, v: f"g{v['n'] % 2}").deduplicate_by_key(3 * S, "rekeyed").to("rekeyed")
     return plan
 

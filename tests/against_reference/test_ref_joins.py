@@ -53,7 +53,9 @@ def rekeyed_join_plan() -> Plan:
     table in a sub-topology of its own."""
     plan = Plan()
     clicks, users = plan.stream("clicks"), plan.table("users", store="users")
-    clicks.select_key(lambda k, v: "abcd"[v["n"] % 4]).join_table(users, pair, left=True).to("rekeyed")
+    clicks.select_key(lambda k, v: "abcd"[v["n"] % 4]).join_table(users, pair, left=True).to(
+        "rekeyed"
+    )
     return plan
 
 
@@ -75,7 +77,9 @@ def stream_stream_plan() -> Plan:
     left.join_stream(right, pair, JoinWindowSpec(4 * S, 4 * S), "outer_join", "outer").to("outer")
     evens = left.filter(lambda k, v: v["n"] % 2 == 0)
     odds = left.filter(lambda k, v: v["n"] % 2 == 1)
-    evens.join_stream(odds, pair, JoinWindowSpec(5 * S, 5 * S, grace=1 * S), "outer_join", "self").to("self")
+    evens.join_stream(
+        odds, pair, JoinWindowSpec(5 * S, 5 * S, grace=1 * S), "outer_join", "self"
+    ).to("self")
     return plan
 
 
@@ -84,9 +88,9 @@ def rekeyed_stream_join_plan() -> Plan:
     plan = Plan()
     left, right = plan.stream("left"), plan.stream("right")
     rekeyed = right.filter(lambda k, v: k is not None).select_key(lambda k, v: "abcd"[v["n"] % 4])
-    left.join_stream(rekeyed, pair, JoinWindowSpec(2 * S, 2 * S, grace=3 * S), "left_join", "rekeyed").to(
-        "rekeyed"
-    )
+    left.join_stream(
+        rekeyed, pair, JoinWindowSpec(2 * S, 2 * S, grace=3 * S), "left_join", "rekeyed"
+    ).to("rekeyed")
     return plan
 
 
@@ -95,12 +99,16 @@ def one_sided_plan() -> Plan:
     side: tested on its own)."""
     plan = Plan()
     left, right = plan.stream("left"), plan.stream("right")
-    left.join_stream(right, pair, JoinWindowSpec(1 * S, 4 * S, grace=1 * S), "join", "after").to("inner")
+    left.join_stream(right, pair, JoinWindowSpec(1 * S, 4 * S, grace=1 * S), "join", "after").to(
+        "inner"
+    )
     left.join_stream(right, pair, JoinWindowSpec(0, 3 * S), "left_join", "before").to("left-joined")
     return plan
 
 
-STREAM_TABLE = events(topics=("clicks", "clicks", "users", "countries"), tombstones=("users", "countries"))
+STREAM_TABLE = events(
+    topics=("clicks", "clicks", "users", "countries"), tombstones=("users", "countries")
+)
 TABLE_TABLE = events(topics=("ta", "tb"), tombstones=("ta", "tb"))
 STREAM_STREAM = events(topics=("left", "right"))
 
@@ -130,7 +138,10 @@ def test_a_stream_table_join_after_a_key_change_on_the_engine(run: Any) -> None:
     "(Kafka runs it: the records come back in a later poll)",
 )
 def test_a_sub_topology_reading_its_own_repartition_topic_on_the_engine() -> None:
-    found = [Event("users", "a", {"n": 1, "i": 0}, 1_000), Event("clicks", "b", {"n": 4, "i": 1}, 2_000)]
+    found = [
+        Event("users", "a", {"n": 1, "i": 0}, 1_000),
+        Event("clicks", "b", {"n": 4, "i": 1}, 2_000),
+    ]
     check_engine(stream_table_plan, EngineRun([found]))
 
 
@@ -174,3 +185,9 @@ def test_a_stream_stream_join_after_a_key_change_on_the_engine(run: Any) -> None
 @given(found=STREAM_STREAM)
 def test_one_sided_join_windows_on_the_test_driver(found: Any) -> None:
     check_driver(one_sided_plan, found)
+
+
+@ENGINE
+@given(run=engine_runs(STREAM_STREAM))
+def test_one_sided_join_windows_on_the_engine(run: Any) -> None:
+    check_engine(one_sided_plan, run)

@@ -77,8 +77,10 @@ def processor_plan(wall: bool) -> Plan:
     plan = Plan()
     plan.add_store("counts", value="long")
     plan.add_store("ticks", value="long")
-    processed = plan.stream("in").filter(lambda k, v: k is not None).process(
-        lambda: CountsAndTicks(wall), "counts", "ticks"
+    processed = (
+        plan.stream("in")
+        .filter(lambda k, v: k is not None)
+        .process(lambda: CountsAndTicks(wall), "counts", "ticks")
     )
     processed.to("processed")
     processed.group_by_key().count("per-key").to_stream().to("per-key", value="long")

@@ -43,7 +43,12 @@ class Recorder(Processor):
     fired: list[int]
 
     def __init__(self, interval: int, kind: PunctuationType, align: str, cancel_after: int | None):
-        self.interval, self.kind, self.align, self.cancel_after = interval, kind, align, cancel_after
+        self.interval, self.kind, self.align, self.cancel_after = (
+            interval,
+            kind,
+            align,
+            cancel_after,
+        )
         self.fired = []
 
     def init(self, context: Any) -> None:
@@ -170,7 +175,10 @@ def test_D5_interval_zero() -> None:
 
 
 def test_D7_D8_two_ids() -> None:
-    assert dedup([("k1", 10 * S), ("k2", 20 * S), ("k1", 9 * S)]) == [("k1", 10 * S), ("k2", 20 * S)]
+    assert dedup([("k1", 10 * S), ("k2", 20 * S), ("k1", 9 * S)]) == [
+        ("k1", 10 * S),
+        ("k2", 20 * S),
+    ]
     assert dedup([("k1", 10 * S), ("k2", 21 * S), ("k1", 9 * S)]) == [
         ("k1", 10 * S),
         ("k2", 21 * S),
@@ -203,14 +211,24 @@ W_INPUT = [4, 5, 6, 23, 22, 24, 34, 33, 32, 7, 22, 35]
 @pytest.mark.parametrize(
     "case, windows, emitted",
     [
-        ("W1", TimeWindowSpec(10 * S), [(w("k", 0, 10), 4), (w("k", 20, 30), 23), (w("k", 30, 40), 34)]),
+        (
+            "W1",
+            TimeWindowSpec(10 * S),
+            [(w("k", 0, 10), 4), (w("k", 20, 30), 23), (w("k", 30, 40), 34)],
+        ),
         ("W2", SessionWindowSpec(10 * S), [(w("k", 4, 4), 4), (w("k", 23, 23), 23)]),
-        ("W3", SessionWindowSpec(9 * S), [(w("k", 4, 4), 4), (w("k", 23, 23), 23), (w("k", 34, 34), 34)]),
+        (
+            "W3",
+            SessionWindowSpec(9 * S),
+            [(w("k", 4, 4), 4), (w("k", 23, 23), 23), (w("k", 34, 34), 34)],
+        ),
     ],
 )
 def test_W1_to_W3_windowed_distinct(case, windows, emitted) -> None:
     plan = Plan()
-    plan.stream("in").group_by_key().windowed_by(windows).distinct("d").to_stream().to("out", "windowed")
+    plan.stream("in").group_by_key().windowed_by(windows).distinct("d").to_stream().to(
+        "out", "windowed"
+    )
     run = ReferenceRun(plan)
     for second in W_INPUT:
         run.pipe("in", "k", second, second * S)
@@ -225,7 +243,11 @@ def test_4b_a_window_result_carries_the_largest_timestamp_seen() -> None:
     run = ReferenceRun(plan)
     for second in (5, 2, 7):
         run.pipe("in", "a", {}, second * S)
-    assert outputs(run) == [(w("a", 0, 10), 1, 5 * S), (w("a", 0, 10), 2, 5 * S), (w("a", 0, 10), 3, 7 * S)]
+    assert outputs(run) == [
+        (w("a", 0, 10), 1, 5 * S),
+        (w("a", 0, 10), 2, 5 * S),
+        (w("a", 0, 10), 3, 7 * S),
+    ]
 
 
 def test_4b_non_windowed_results_keep_the_larger_timestamp() -> None:
@@ -251,7 +273,9 @@ def test_4b_emit_on_window_close_emits_once_at_end_plus_grace() -> None:
 # ---- section 5: session windows --------------------------------------------------------------
 
 
-def sessions(records: list[tuple[str, float]], windows: SessionWindowSpec, **run_args: Any) -> tuple:
+def sessions(
+    records: list[tuple[str, float]], windows: SessionWindowSpec, **run_args: Any
+) -> tuple:
     plan = Plan()
     plan.stream("in").group_by_key().windowed_by(windows).count("sessions").to_stream().to(
         "out", "windowed", "long"
@@ -274,7 +298,11 @@ GAP5 = SessionWindowSpec(5 * S)
     "case, records, emitted",
     [
         ("S1", [("a", 0), ("a", 3)], [(w("a", 0, 0), 1), (w("a", 0, 0), None), (w("a", 0, 3), 2)]),
-        ("S2", [("a", 0), ("a", 20), ("a", 10)], [(w("a", 0, 0), 1), (w("a", 20, 20), 1), (w("a", 10, 10), 1)]),
+        (
+            "S2",
+            [("a", 0), ("a", 20), ("a", 10)],
+            [(w("a", 0, 0), 1), (w("a", 20, 20), 1), (w("a", 10, 10), 1)],
+        ),
         (
             "S3",
             [("a", 0), ("a", 10), ("a", 5)],
@@ -340,7 +368,9 @@ def test_9_stream_table_left_join_joins_a_none_key_with_none() -> None:
 def test_9_global_join_keys_on_the_selector_and_drops_a_none_lookup() -> None:
     plan = Plan()
     users = plan.global_table("users", "users")
-    plan.stream("in").join_global(users, lambda k, v: v.get("u"), lambda v, u: [v["n"], u], left=True).to("out")
+    plan.stream("in").join_global(
+        users, lambda k, v: v.get("u"), lambda v, u: [v["n"], u], left=True
+    ).to("out")
     run = ReferenceRun(plan)
     run.pipe("users", "alice", "NZ", 0)
     run.pipe("in", None, {"u": "alice", "n": 1}, 5)

@@ -7,7 +7,14 @@ from typing import Any
 
 from hypothesis import given
 
-from tests.against_reference.inputs import DRIVER, ENGINE, check_driver, check_engine, engine_runs, events
+from tests.against_reference.inputs import (
+    DRIVER,
+    ENGINE,
+    check_driver,
+    check_engine,
+    engine_runs,
+    events,
+)
 from tests.reference import Plan
 
 
@@ -21,7 +28,9 @@ def stateless_plan() -> Plan:
     s.flat_map(lambda k, v: [(f"{k}-{j}", j) for j in range(v["n"] % 3)]).to("pairs", value="long")
     branches = s.split([("small", lambda k, v: v["n"] < 3), ("mid", lambda k, v: v["n"] < 7)])
     branches["small"].merge(branches["default"]).to("merged")
-    branches["mid"].map(lambda k, v: (v["i"] % 2 == 0 and k or "odd", v["i"])).to("mid", value="long")
+    branches["mid"].map(lambda k, v: ((v["i"] % 2 == 0 and k) or "odd", v["i"])).to(
+        "mid", value="long"
+    )
     rekeyed = s.filter(lambda k, v: k is not None).select_key(lambda k, v: f"n{v['n'] % 3}")
     rekeyed.repartition("by-n").peek("after").to("by-n")
     s.map(lambda k, v: (k, v["n"])).filter(lambda k, v: k is not None).repartition("same").to(

@@ -23,15 +23,15 @@ def suppress_plan() -> Plan:
     plan = Plan()
     g = plan.stream("in").group_by_key()
     final = SuppressSpec()
-    g.windowed_by(TimeWindowSpec(10 * S, grace=3 * S)).count("windows").suppress(final).to_stream().to(
-        "windows", "windowed", "long"
-    )
+    g.windowed_by(TimeWindowSpec(10 * S, grace=3 * S)).count("windows").suppress(
+        final
+    ).to_stream().to("windows", "windowed", "long")
     g.windowed_by(SessionWindowSpec(4 * S, retention=9 * S)).count("sessions").suppress(
         final
     ).to_stream().to("sessions", "windowed", "long")
-    g.windowed_by(SlidingWindowSpec(5 * S, grace=1 * S)).count("sliding").suppress(final).to_stream().to(
-        "sliding", "windowed", "long"
-    )
+    g.windowed_by(SlidingWindowSpec(5 * S, grace=1 * S)).count("sliding").suppress(
+        final
+    ).to_stream().to("sliding", "windowed", "long")
     g.count("counts").suppress(SuppressSpec(time_limit=4 * S, max_records=2)).to_stream().to(
         "limited", value="long"
     )

@@ -126,7 +126,9 @@ class Plan:
 
     def output_topics(self) -> dict[str, tuple[str, str]]:
         """Every ``to`` topic with its (key serde, value serde) names."""
-        return {s.args["topic"]: (s.args["key"], s.args["value"]) for s in self.steps if s.op == "to"}
+        return {
+            s.args["topic"]: (s.args["key"], s.args["value"]) for s in self.steps if s.op == "to"
+        }
 
 
 @dataclass
@@ -173,7 +175,9 @@ class StreamRef(_Ref):
         split = self._add(_Ref, "split", names=[n for n, _ in branches], default=default)
         result = {}
         for index, (name, predicate) in enumerate(branches):
-            result[name] = split._add(StreamRef, "branch", name=name, index=index, predicate=predicate)
+            result[name] = split._add(
+                StreamRef, "branch", name=name, index=index, predicate=predicate
+            )
         if default:
             result["default"] = split._add(StreamRef, "branch", name="default", index=None)
         return result
@@ -205,12 +209,16 @@ class StreamRef(_Ref):
         )
 
     def deduplicate(self, id_selector: Fn, interval: int, name: str) -> StreamRef:
-        return self._add(StreamRef, "dedup_id", id_selector=id_selector, interval=interval, name=name)
+        return self._add(
+            StreamRef, "dedup_id", id_selector=id_selector, interval=interval, name=name
+        )
 
     def join_table(self, table: TableRef, joiner: Fn, left: bool = False) -> StreamRef:
         return self._add(StreamRef, "stream_table_join", table, joiner=joiner, left=left)
 
-    def join_global(self, table: GlobalRef, key_selector: Fn, joiner: Fn, left: bool = False) -> StreamRef:
+    def join_global(
+        self, table: GlobalRef, key_selector: Fn, joiner: Fn, left: bool = False
+    ) -> StreamRef:
         return self._add(
             StreamRef, "global_join", table, key_selector=key_selector, joiner=joiner, left=left
         )
@@ -231,7 +239,9 @@ class GroupedRef(_Ref):
     def reduce(self, reducer: Fn, store: str, value: str = "json") -> TableRef:
         return self._add(TableRef, "reduce", reducer=reducer, store=store, value=value)
 
-    def aggregate(self, initializer: Fn, aggregator: Fn, store: str, value: str = "json") -> TableRef:
+    def aggregate(
+        self, initializer: Fn, aggregator: Fn, store: str, value: str = "json"
+    ) -> TableRef:
         return self._add(
             TableRef,
             "aggregate",
@@ -294,9 +304,13 @@ class TableRef(_Ref):
         return self._add(TableRef, "suppress", spec=spec)
 
     def group_by(self, selector: Fn, name: str, value: str = "json") -> GroupedTableRef:
-        return self._add(GroupedTableRef, "table_group_by", selector=selector, name=name, value=value)
+        return self._add(
+            GroupedTableRef, "table_group_by", selector=selector, name=name, value=value
+        )
 
-    def join(self, other: TableRef, joiner: Fn, kind: str = "join", store: str | None = None) -> TableRef:
+    def join(
+        self, other: TableRef, joiner: Fn, kind: str = "join", store: str | None = None
+    ) -> TableRef:
         """``kind``: ``"join"``, ``"left_join"`` or ``"outer_join"``."""
         return self._add(TableRef, "table_join", other, joiner=joiner, kind=kind, store=store)
 

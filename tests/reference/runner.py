@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.reference.graph import Graph, compile_plan
+from tests.reference.compiler import compile_plan
+from tests.reference.graph import Graph
 from tests.reference.plan import Plan
 from tests.reference.processor_api import DictKeyValueStore, ProcessorNode
 from tests.reference.records import Change, Rec
@@ -31,7 +32,13 @@ class Output:
     __slots__ = ("key", "partition", "ts", "value", "writer")
 
     def __init__(self, partition: int | None, writer: str, key: Any, value: Any, ts: int) -> None:
-        self.partition, self.writer, self.key, self.value, self.ts = partition, writer, key, value, ts
+        self.partition, self.writer, self.key, self.value, self.ts = (
+            partition,
+            writer,
+            key,
+            value,
+            ts,
+        )
 
     def __repr__(self) -> str:
         return f"Output(p={self.partition}, {self.writer}, {self.key!r}, {self.value!r}, {self.ts})"
@@ -57,7 +64,9 @@ class ReferenceRun:
         self.effects: list[tuple[str, Any, Any]] = []
         self.logs: dict[str, list[list[Rec]]] = {}  # topic -> partition -> records
         self.outputs: dict[str, list[Output]] = {}
-        self.global_tables: dict[str, dict[Any, Any]] = {s: {} for s, _, _ in self.graph.global_tables.values()}
+        self.global_tables: dict[str, dict[Any, Any]] = {
+            s: {} for s, _, _ in self.graph.global_tables.values()
+        }
         self.global_positions: dict[str, int] = {}
         self.pending: dict[tuple[str, int], dict[str, list[Rec]]] = {}
         self.tasks: dict[tuple[int, int], Task] = {}
@@ -100,8 +109,12 @@ class ReferenceRun:
         if partition is None:
             if key is None and len(log) > 1:
                 raise ValueError("give the partition of a record without key")
-            partition = 0 if len(log) == 1 else partition_of(partition_key_bytes(key, key_serde), len(log))
-        log[partition].append(Rec(key, value, ts, tuple(headers), topic, partition, len(log[partition])))
+            partition = (
+                0 if len(log) == 1 else partition_of(partition_key_bytes(key, key_serde), len(log))
+            )
+        log[partition].append(
+            Rec(key, value, ts, tuple(headers), topic, partition, len(log[partition]))
+        )
         return partition
 
     def pipe(self, topic: str, key: Any, value: Any, ts: int, headers: tuple = ()) -> None:
@@ -128,7 +141,9 @@ class ReferenceRun:
         total = 0
         for (group, p), _ in self.tasks.items():
             for source in self.graph.sources(group):
-                total += len(self.logs[source.topic][p]) - self.positions.get((group, p, source.topic), 0)
+                total += len(self.logs[source.topic][p]) - self.positions.get(
+                    (group, p, source.topic), 0
+                )
         return total
 
     def run_batch(self) -> None:
@@ -143,7 +158,11 @@ class ReferenceRun:
         for source in self.graph.sources(task.group):
             records = self.logs[source.topic][task.partition]
             start = self.positions.get((task.group, task.partition, source.topic), 0)
-            end = len(records) if self.batch_cap is None else min(len(records), start + self.batch_cap)
+            end = (
+                len(records)
+                if self.batch_cap is None
+                else min(len(records), start + self.batch_cap)
+            )
             self.positions[(task.group, task.partition, source.topic)] = end
             queues.append((source, records[start:end]))
         queues.sort(key=lambda q: (self.graph.sources(task.group).index(q[0]), q[0].topic))
@@ -154,7 +173,10 @@ class ReferenceRun:
     def _end_stage(self, group: int) -> None:
         """Repartition records of the stage become readable, merged across writer tasks."""
         for (topic, partition), writers in sorted(self.pending.items()):
-            queues = [(w, writers[w]) for w in sorted(writers, key=lambda t: tuple(map(int, t.split("_"))))]
+            queues = [
+                (w, writers[w])
+                for w in sorted(writers, key=lambda t: tuple(map(int, t.split("_"))))
+            ]
             log = self.logs[topic][partition]
             for _, rec in merged(queues, lambda r: r.ts):
                 log.append(rec.but(topic=topic, partition=partition, offset=len(log)))
@@ -188,7 +210,9 @@ class ReferenceRun:
             out = rec.but(key=key, value=value, offset=None)
             self.pending.setdefault((topic, partition), {}).setdefault(task.task_id, []).append(out)
         else:
-            self.outputs.setdefault(topic, []).append(Output(partition, task.task_id, key, value, rec.ts))
+            self.outputs.setdefault(topic, []).append(
+                Output(partition, task.task_id, key, value, rec.ts)
+            )
 
     def _partition(self, topic: str, rec: Rec, sink: dict[str, Any]) -> int | None:
         if self.partitions == 1:
@@ -197,7 +221,9 @@ class ReferenceRun:
         data = by(rec) if by is not None else partition_key_bytes(rec.key, sink["key"])
         if data is None:
             if topic in self.graph.internal:
-                raise ValueError(f"a record without key cannot be placed in repartition topic {topic!r}")
+                raise ValueError(
+                    f"a record without key cannot be placed in repartition topic {topic!r}"
+                )
             return None  # any partition: Kafka's partitioner picks one
         return partition_of(data, self.partitions)
 

@@ -124,7 +124,9 @@ class SessionWindows(Node):
         for key, start, end in sorted(due, key=lambda k: (k[2], key_bytes(k[0]), k[1])):
             self.emitted.add((key, start, end))
             windowed = Windowed(key, Window(start, end))
-            self.forward(rec.but(key=windowed, value=Change(self.sessions[(key, start, end)]), ts=end), task)
+            self.forward(
+                rec.but(key=windowed, value=Change(self.sessions[(key, start, end)]), ts=end), task
+            )
 
     def flush(self, task: Task) -> None:
         self.cache.flush(self, task)

@@ -83,7 +83,9 @@ class StreamStreamJoin(Node):
         partners.sort(key=lambda p: p[0])  # stable: arrival order within one timestamp
         joiner = self.args["joiner"]
         for ts, value in partners:
-            self.held = [h for h in self.held if not (h[1] == other and h[2] == rec.key and h[0] == ts)]
+            self.held = [
+                h for h in self.held if not (h[1] == other and h[2] == rec.key and h[0] == ts)
+            ]
             result = joiner(rec.value, value) if side == LEFT else joiner(value, rec.value)
             self.forward(rec.but(value=result, ts=max(t, ts)), task)
         if partners or not self.outer(side):

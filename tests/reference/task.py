@@ -55,7 +55,9 @@ class Task:
     def punctuate_wall_clock(self) -> None:
         self.wall_queue.check(self.run.wall_clock)
 
-    def schedule(self, interval: int, wall: bool, punctuator: Callable[[int], None], align: str) -> Any:
+    def schedule(
+        self, interval: int, wall: bool, punctuator: Callable[[int], None], align: str
+    ) -> Any:
         if wall:
             return self.wall_queue.add(interval, punctuator, self.run.wall_clock + interval)
         return self.stream_queue.add(interval, punctuator, 0 if align == "epoch" else None)
