@@ -55,6 +55,12 @@ class Seen:
     outputs: dict[str, list[tuple]] = field(default_factory=dict)
     stores: dict[str, dict[Any, Any]] = field(default_factory=dict)
     effects: list[tuple[str, Any, Any]] = field(default_factory=list)
+    #: counters SEMANTICS defines exactly (test driver runs)
+    metrics: dict[str, int] = field(default_factory=dict)
+
+
+#: the counters compared: a dropped duplicate is counted once (SEMANTICS 3)
+METRICS = ("dropped-duplicates",)
 
 
 def store_names(plan: Plan, queryable: bool = False) -> list[str]:
@@ -143,6 +149,7 @@ def on_driver(
             seen.outputs[topic] = [
                 (0, None, r.key, r.value, r.timestamp) for r in out.read_records()
             ]
+        seen.metrics = {m: driver.metrics().get(m, 0) for m in METRICS}
         for name in store_names(plan):
             store = driver.get_state_store(name)
             kind = getattr(store, "kind", "key_value")
@@ -173,7 +180,9 @@ def reference_on_driver(
             run.advance_wall_clock(event.ts)
         else:
             run.pipe(event.topic, event.key, event.value, event.ts)
-    return _reference_seen(plan, run)
+    seen = _reference_seen(plan, run)
+    seen.metrics = {m: run.metrics().get(m, 0) for m in METRICS}
+    return seen
 
 
 def _reference_seen(plan: Plan, run: ReferenceRun, per_partition: set[str] | None = None) -> Seen:
@@ -295,6 +304,7 @@ def assert_same_as_driver(expected: Seen, actual: Seen) -> None:
         got = [(k, v, ts) for _, _, k, v, ts in actual.outputs[topic]]
         assert got == want, f"topic {topic!r}:\n got  {got}\n want {want}"
     assert actual.effects == expected.effects, "peek/foreach side effects differ"
+    assert actual.metrics == expected.metrics, "counted drops differ"
     for name, contents in expected.stores.items():
         assert actual.stores[name] == contents, (
             f"store {name!r}:\n got  {actual.stores[name]}\n want {contents}"

@@ -11,12 +11,13 @@ import contextlib
 import os
 import shutil
 import tempfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from tests.against_reference.harness import (
@@ -66,27 +67,28 @@ def events(
     none_values: bool = False,
     value: ValueFn = numbered,
     keys: list[str] = KEYS,
-    step: int = 3 * S,
-    lateness: tuple[int, ...] = (0, 0, 0, 0, 1500, 6 * S, 25 * S),
     tombstones: tuple[str, ...] = (),
 ) -> list[Event]:
-    """Records in arrival order; ``tombstones``: topics (tables) whose values may be None."""
+    """Records in arrival order; ``tombstones``: topics (tables) whose values may be None.
+    Half the inputs put timestamps on a coarse grid, so that records meet the boundaries
+    (window ends, grace, intervals, gaps) and each other's timestamps exactly."""
+    grid = draw(st.booleans())
+    steps = st.integers(0, 4).map(lambda n: n * 500) if grid else st.integers(0, 3 * S)
+    lateness = (0, 0, 0, 500, 1 * S, 2 * S, 5 * S) if grid else (0, 0, 0, 0, 1500, 6 * S, 25 * S)
     count = draw(st.integers(1, max_count))
     now, found = BASE, []
     for i in range(count):
-        now += draw(st.integers(0, step))
+        now += draw(steps)
         topic = draw(st.sampled_from(topics))
         key = draw(st.sampled_from(keys + ([None] if none_keys else [])))
         body = value(draw, i)
         if (none_values or topic in tombstones) and draw(st.integers(0, 7)) == 0:
             body = None
         ts = max(0, now - draw(st.sampled_from(lateness)))
-        event = Event(
-            topic, key, body, ts, partition=draw(st.integers(0, 3)) if key is None else None
-        )
-        found.append(event)
+        partition = draw(st.integers(0, 3)) if key is None else None
+        found.append(Event(topic, key, body, ts, partition))
         if draw(st.integers(0, 6)) == 0:  # a resend: the same record again
-            found.append(event)
+            found.append(found[-1])
     return found
 
 
@@ -150,3 +152,25 @@ def check_engine(plan: Plan | Callable[[], Plan], run: EngineRun) -> None:
     with scratch() as root:
         actual, rounds = on_engine(make(), run, root)
     assert_same_as_engine(reference_on_engine(make(), run, rounds), actual)
+
+
+def on_driver_and_engine(
+    label: str, plan: Callable[[], Plan], inputs: Any, **engine: Any
+) -> tuple[Callable[..., None], Callable[..., None]]:
+    """The two property tests of ``plan``, to bind to ``test_*`` names: on the test driver
+    (record at a time) and on the engine (``engine_runs(inputs, **engine)``). Their examples
+    come from a seed fixed by ``label``."""
+
+    @seed(zlib.crc32(label.encode()))
+    @DRIVER
+    @given(found=inputs)
+    def on_the_test_driver(found: list[Event]) -> None:
+        check_driver(plan, found)
+
+    @seed(zlib.crc32(label.encode()) + 1)
+    @ENGINE
+    @given(run=engine_runs(inputs, **engine))
+    def on_the_engine(run: EngineRun) -> None:
+        check_engine(plan, run)
+
+    return on_the_test_driver, on_the_engine

@@ -17,6 +17,7 @@ from tests.against_reference.inputs import (
     check_engine,
     engine_runs,
     events,
+    on_driver_and_engine,
 )
 from tests.reference import Plan, SessionWindowSpec, TimeWindowSpec
 
@@ -55,16 +56,9 @@ def cached_plan() -> Plan:
     return plan
 
 
-@DRIVER
-@given(found=events(none_values=True))
-def test_aggregations_on_the_test_driver(found: Any) -> None:
-    check_driver(aggregation_plan, found)
-
-
-@ENGINE
-@given(run=engine_runs(events(none_values=True)))
-def test_aggregations_on_the_engine(run: Any) -> None:
-    check_engine(aggregation_plan, run)
+test_aggregations_on_the_test_driver, test_aggregations_on_the_engine = on_driver_and_engine(
+    "aggregations", aggregation_plan, events(none_values=True)
+)
 
 
 @ENGINE

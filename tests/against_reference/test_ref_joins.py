@@ -9,18 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
 
 from streamtide import UnknownTopicError
 from tests.against_reference.harness import EngineRun, Event
 from tests.against_reference.inputs import (
-    DRIVER,
-    ENGINE,
     S,
-    check_driver,
     check_engine,
-    engine_runs,
     events,
+    on_driver_and_engine,
 )
 from tests.reference import JoinWindowSpec, Plan
 
@@ -113,22 +109,28 @@ TABLE_TABLE = events(topics=("ta", "tb"), tombstones=("ta", "tb"))
 STREAM_STREAM = events(topics=("left", "right"))
 
 
-@DRIVER
-@given(found=STREAM_TABLE)
-def test_stream_table_and_global_joins_on_the_test_driver(found: Any) -> None:
-    check_driver(stream_table_plan, found)
-
-
-@ENGINE
-@given(run=engine_runs(STREAM_TABLE))
-def test_stream_table_and_global_joins_on_the_engine(run: Any) -> None:
-    check_engine(lambda: stream_table_plan(rekeyed=False), run)
-
-
-@ENGINE
-@given(run=engine_runs(STREAM_TABLE))
-def test_a_stream_table_join_after_a_key_change_on_the_engine(run: Any) -> None:
-    check_engine(rekeyed_join_plan, run)
+test_stream_table_and_global_joins_on_the_test_driver = on_driver_and_engine(
+    "stream_table_and_global_joins", stream_table_plan, STREAM_TABLE
+)[0]
+test_stream_table_and_global_joins_on_the_engine = on_driver_and_engine(
+    "stream_table_and_global_joins", lambda: stream_table_plan(rekeyed=False), STREAM_TABLE
+)[1]
+test_a_stream_table_join_after_a_key_change_on_the_engine = on_driver_and_engine(
+    "a_stream_table_join_after_a_key_change", rekeyed_join_plan, STREAM_TABLE
+)[1]
+test_table_table_joins_on_the_test_driver, test_table_table_joins_on_the_engine = (
+    on_driver_and_engine("table_table_joins", table_table_plan, TABLE_TABLE)
+)
+test_stream_stream_joins_on_the_test_driver, test_stream_stream_joins_on_the_engine = (
+    on_driver_and_engine("stream_stream_joins", stream_stream_plan, STREAM_STREAM)
+)
+(
+    test_a_stream_stream_join_after_a_key_change_on_the_test_driver,
+    test_a_stream_stream_join_after_a_key_change_on_the_engine,
+) = on_driver_and_engine("a_rekeyed_stream_join", rekeyed_stream_join_plan, STREAM_STREAM)
+test_one_sided_join_windows_on_the_test_driver, test_one_sided_join_windows_on_the_engine = (
+    on_driver_and_engine("one_sided_join_windows", one_sided_plan, STREAM_STREAM)
+)
 
 
 @pytest.mark.xfail(
@@ -143,51 +145,3 @@ def test_a_sub_topology_reading_its_own_repartition_topic_on_the_engine() -> Non
         Event("clicks", "b", {"n": 4, "i": 1}, 2_000),
     ]
     check_engine(stream_table_plan, EngineRun([found]))
-
-
-@DRIVER
-@given(found=TABLE_TABLE)
-def test_table_table_joins_on_the_test_driver(found: Any) -> None:
-    check_driver(table_table_plan, found)
-
-
-@ENGINE
-@given(run=engine_runs(TABLE_TABLE))
-def test_table_table_joins_on_the_engine(run: Any) -> None:
-    check_engine(table_table_plan, run)
-
-
-@DRIVER
-@given(found=STREAM_STREAM)
-def test_stream_stream_joins_on_the_test_driver(found: Any) -> None:
-    check_driver(stream_stream_plan, found)
-
-
-@ENGINE
-@given(run=engine_runs(STREAM_STREAM))
-def test_stream_stream_joins_on_the_engine(run: Any) -> None:
-    check_engine(stream_stream_plan, run)
-
-
-@DRIVER
-@given(found=STREAM_STREAM)
-def test_a_stream_stream_join_after_a_key_change_on_the_test_driver(found: Any) -> None:
-    check_driver(rekeyed_stream_join_plan, found)
-
-
-@ENGINE
-@given(run=engine_runs(STREAM_STREAM))
-def test_a_stream_stream_join_after_a_key_change_on_the_engine(run: Any) -> None:
-    check_engine(rekeyed_stream_join_plan, run)
-
-
-@DRIVER
-@given(found=STREAM_STREAM)
-def test_one_sided_join_windows_on_the_test_driver(found: Any) -> None:
-    check_driver(one_sided_plan, found)
-
-
-@ENGINE
-@given(run=engine_runs(STREAM_STREAM))
-def test_one_sided_join_windows_on_the_engine(run: Any) -> None:
-    check_engine(one_sided_plan, run)

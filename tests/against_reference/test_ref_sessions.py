@@ -19,6 +19,7 @@ from tests.against_reference.inputs import (
     check_engine,
     engine_runs,
     events,
+    on_driver_and_engine,
 )
 from tests.reference import Plan, SessionWindowSpec
 
@@ -68,28 +69,12 @@ def grace_rule_plan() -> Plan:
     return plan
 
 
-@DRIVER
-@given(found=events(none_values=True))
-def test_sessions_on_the_test_driver(found: Any) -> None:
-    check_driver(session_plan, found)
-
-
-@ENGINE
-@given(run=engine_runs(events(none_values=True)))
-def test_sessions_on_the_engine(run: Any) -> None:
-    check_engine(session_plan, run)
-
-
-@DRIVER
-@given(found=events(none_values=True))
-def test_sessions_emitting_on_close_on_the_test_driver(found: Any) -> None:
-    check_driver(final_session_plan, found)
-
-
-@ENGINE
-@given(run=engine_runs(events(none_values=True)))
-def test_sessions_emitting_on_close_on_the_engine(run: Any) -> None:
-    check_engine(final_session_plan, run)
+test_sessions_on_the_test_driver, test_sessions_on_the_engine = on_driver_and_engine(
+    "sessions", session_plan, events(none_values=True)
+)
+test_sessions_closing_on_the_test_driver, test_sessions_closing_on_the_engine = (
+    on_driver_and_engine("sessions_closing", final_session_plan, events(none_values=True))
+)
 
 
 #: SEMANTICS 5's grace acceptance case: the last record is dropped

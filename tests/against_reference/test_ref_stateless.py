@@ -3,18 +3,7 @@ flat_map_values, select_key, peek, foreach, split/branch, merge, repartition and
 
 from __future__ import annotations
 
-from typing import Any
-
-from hypothesis import given
-
-from tests.against_reference.inputs import (
-    DRIVER,
-    ENGINE,
-    check_driver,
-    check_engine,
-    engine_runs,
-    events,
-)
+from tests.against_reference.inputs import events, on_driver_and_engine
 from tests.reference import Plan
 
 
@@ -39,13 +28,6 @@ def stateless_plan() -> Plan:
     return plan
 
 
-@DRIVER
-@given(found=events())
-def test_stateless_operators_on_the_test_driver(found: Any) -> None:
-    check_driver(stateless_plan, found)
-
-
-@ENGINE
-@given(run=engine_runs(events()))
-def test_stateless_operators_on_the_engine(run: Any) -> None:
-    check_engine(stateless_plan, run)
+test_stateless_operators_on_the_test_driver, test_stateless_operators_on_the_engine = (
+    on_driver_and_engine("stateless_operators", stateless_plan, events())
+)

@@ -3,18 +3,10 @@ windows (``until_window_closes``), and a time limit with a bounded buffer that e
 
 from __future__ import annotations
 
-from typing import Any
-
-from hypothesis import given
-
 from tests.against_reference.inputs import (
-    DRIVER,
-    ENGINE,
     S,
-    check_driver,
-    check_engine,
-    engine_runs,
     events,
+    on_driver_and_engine,
 )
 from tests.reference import Plan, SessionWindowSpec, SlidingWindowSpec, SuppressSpec, TimeWindowSpec
 
@@ -38,13 +30,6 @@ def suppress_plan() -> Plan:
     return plan
 
 
-@DRIVER
-@given(found=events())
-def test_suppress_on_the_test_driver(found: Any) -> None:
-    check_driver(suppress_plan, found)
-
-
-@ENGINE
-@given(run=engine_runs(events()))
-def test_suppress_on_the_engine(run: Any) -> None:
-    check_engine(suppress_plan, run)
+test_suppress_on_the_test_driver, test_suppress_on_the_engine = on_driver_and_engine(
+    "suppress", suppress_plan, events()
+)

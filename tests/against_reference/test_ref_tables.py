@@ -5,19 +5,13 @@ subtractor, through a repartition topic)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from hypothesis import given
 
 from tests.against_reference.harness import Event
 from tests.against_reference.inputs import (
-    DRIVER,
-    ENGINE,
     check_driver,
-    check_engine,
-    engine_runs,
     events,
+    on_driver_and_engine,
 )
 from tests.reference import Plan
 
@@ -46,16 +40,9 @@ def table_plan() -> Plan:
 TABLE_EVENTS = events(topics=("profiles",), tombstones=("profiles",))
 
 
-@DRIVER
-@given(found=TABLE_EVENTS)
-def test_tables_on_the_test_driver(found: Any) -> None:
-    check_driver(table_plan, found)
-
-
-@ENGINE
-@given(run=engine_runs(TABLE_EVENTS))
-def test_tables_on_the_engine(run: Any) -> None:
-    check_engine(table_plan, run)
+test_tables_on_the_test_driver, test_tables_on_the_engine = on_driver_and_engine(
+    "tables", table_plan, TABLE_EVENTS
+)
 
 
 def filtered_aggregation_plan() -> Plan:

@@ -6,16 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import given
-
 from tests.against_reference.inputs import (
-    DRIVER,
-    ENGINE,
     S,
-    check_driver,
-    check_engine,
-    engine_runs,
     events,
+    on_driver_and_engine,
 )
 from tests.reference import Plan, SlidingWindowSpec, TimeWindowSpec
 
@@ -47,25 +41,11 @@ def window_plan(final: bool) -> Plan:
     return plan
 
 
-@DRIVER
-@given(found=events(none_values=True))
-def test_time_windows_on_the_test_driver(found: Any) -> None:
-    check_driver(lambda: window_plan(final=False), found)
-
-
-@DRIVER
-@given(found=events(none_values=True))
-def test_time_windows_emitting_on_close_on_the_test_driver(found: Any) -> None:
-    check_driver(lambda: window_plan(final=True), found)
-
-
-@ENGINE
-@given(run=engine_runs(events(none_values=True)))
-def test_time_windows_on_the_engine(run: Any) -> None:
-    check_engine(lambda: window_plan(final=False), run)
-
-
-@ENGINE
-@given(run=engine_runs(events(none_values=True)))
-def test_time_windows_emitting_on_close_on_the_engine(run: Any) -> None:
-    check_engine(lambda: window_plan(final=True), run)
+test_time_windows_on_the_test_driver, test_time_windows_on_the_engine = on_driver_and_engine(
+    "time_windows", lambda: window_plan(final=False), events(none_values=True)
+)
+test_time_windows_closing_on_the_test_driver, test_time_windows_closing_on_the_engine = (
+    on_driver_and_engine(
+        "time_windows_closing", lambda: window_plan(final=True), events(none_values=True)
+    )
+)

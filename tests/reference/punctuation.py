@@ -13,7 +13,7 @@ class Schedule:
     interval: int
     punctuator: Callable[[int], None]
     time: int | None  # None: aligned to the first check (``align="first-record"``)
-    order: int
+    order: int  # when it was (re)queued: ties of ``time`` go to the earlier
     cancelled: bool = False
 
     def cancel(self) -> None:
@@ -30,17 +30,19 @@ class Schedule:
 
 
 class PunctuationQueue:
-    """Schedules of one type, checked in order of next fire time (then creation order)."""
+    """Schedules of one type, checked in order of next fire time. SEMANTICS leaves the order
+    of schedules due at the same time open; this queue is stable: the one queued first (when
+    created, or pushed back after firing) goes first."""
 
     def __init__(self) -> None:
         self.schedules: list[Schedule] = []
-        self._created = 0
+        self._queued = 0
 
     def add(self, interval: int, punctuator: Callable[[int], None], start: int | None) -> Schedule:
         if interval < 1:
             raise ValueError("the minimum supported scheduling interval is 1 millisecond")
-        schedule = Schedule(interval, punctuator, start, self._created)
-        self._created += 1
+        schedule = Schedule(interval, punctuator, start, self._queued)
+        self._queued += 1
         self.schedules.append(schedule)
         return schedule
 
@@ -61,3 +63,4 @@ class PunctuationQueue:
             fired += 1
             if not head.cancelled:
                 head.time = head.next_time(now)
+                head.order, self._queued = self._queued, self._queued + 1

@@ -14,6 +14,7 @@ record written to their topic before the batch starts.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from tests.reference.compiler import compile_plan
@@ -26,25 +27,23 @@ from tests.reference.task import Task
 from tests.reference.task_input import merged
 
 
+@dataclass(frozen=True)
 class Output:
-    """One record written to an output topic: where, by which task, and what."""
+    """One record written to an output topic: its partition (None: any, a record without
+    key), the task that wrote it, key, value and timestamp."""
 
-    __slots__ = ("key", "partition", "ts", "value", "writer")
-
-    def __init__(self, partition: int | None, writer: str, key: Any, value: Any, ts: int) -> None:
-        self.partition, self.writer, self.key, self.value, self.ts = (
-            partition,
-            writer,
-            key,
-            value,
-            ts,
-        )
-
-    def __repr__(self) -> str:
-        return f"Output(p={self.partition}, {self.writer}, {self.key!r}, {self.value!r}, {self.ts})"
+    partition: int | None
+    writer: str
+    key: Any
+    value: Any
+    ts: int
 
 
 class ReferenceRun:
+    """One run of a plan: ``partitions`` per topic, the record cache on or off (``caching``),
+    ``batch_cap`` records per partition and batch, a wall clock that moves only when told
+    (checked after every record with ``wall_clock_per_record``, as the test driver does)."""
+
     def __init__(
         self,
         plan: Plan,

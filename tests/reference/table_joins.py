@@ -92,3 +92,8 @@ class TableTableJoin(Node):
 
     def lookup(self, key: Any) -> tuple[Any, int] | None:
         return self.view.get(key)
+
+    def state(self, task: Task) -> dict[Any, Any] | None:
+        if self.args.get("store") is None:
+            return None
+        return {key: value for key, (value, _) in self.view.items()}
