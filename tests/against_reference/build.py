@@ -143,9 +143,10 @@ class _Builder:
         if op == "merge":
             return this.merge(other)
         if op == "repartition":
-            return this.repartition(
-                Repartitioned.with_(serde(a["key"]), serde(a["value"])).with_name(a["name"])
-            )
+            options = Repartitioned.with_(serde(a["key"]), serde(a["value"])).with_name(a["name"])
+            if a["partitions"] is not None:
+                options = options.with_number_of_partitions(a["partitions"])
+            return this.repartition(options)
         if op == "to":
             return this.to(a["topic"], Produced.with_(serde(a["key"]), serde(a["value"])))
         if op == "process":

@@ -94,15 +94,18 @@ def events(
 
 @st.composite
 def engine_runs(
-    draw: Any, inputs: Any, partitions: tuple[int, ...] = (1, 4), caching: bool = False
+    draw: Any, inputs: Any, partitions: tuple[int, ...] = (1, 4), caching: bool | None = None
 ) -> EngineRun:
+    """``inputs`` cut into batches, with restarts and wipes between; ``caching`` None: the
+    record cache on or off, drawn."""
     found = draw(inputs)
     cuts = sorted(set(draw(st.lists(st.integers(1, max(1, len(found) - 1)), max_size=3))))
     batches = [found[a:b] for a, b in zip([0, *cuts], [*cuts, len(found)]) if found[a:b]]
     later = st.lists(st.integers(1, max(1, len(batches) - 1)), max_size=2)
     restarts = frozenset(draw(later)) if len(batches) > 1 else frozenset()
     wipes = frozenset(draw(later)) if len(batches) > 1 else frozenset()
-    return EngineRun(batches, draw(st.sampled_from(partitions)), restarts, wipes, caching)
+    cache = draw(st.booleans()) if caching is None else caching
+    return EngineRun(batches, draw(st.sampled_from(partitions)), restarts, wipes, cache)
 
 
 @contextlib.contextmanager

@@ -3,7 +3,13 @@ flat_map_values, select_key, peek, foreach, split/branch, merge, repartition and
 
 from __future__ import annotations
 
-from tests.against_reference.inputs import events, on_driver_and_engine
+import pytest
+
+from streamtide.log import open_log
+from tests.against_reference.build import build_topology
+from tests.against_reference.harness import config
+from tests.against_reference.inputs import events, on_driver_and_engine, scratch
+from tests.engine.local_driver import LocalDriver
 from tests.reference import Plan
 
 
@@ -31,3 +37,18 @@ def stateless_plan() -> Plan:
 test_stateless_operators_on_the_test_driver, test_stateless_operators_on_the_engine = (
     on_driver_and_engine("stateless_operators", stateless_plan, events())
 )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Repartitioned.with_number_of_partitions is accepted and never used: the "
+    "repartition topic gets the upstream partition count (Kafka creates it with the count given)",
+)
+def test_a_repartition_with_a_partition_count_creates_its_topic_with_that_count() -> None:
+    plan = Plan()
+    plan.stream("in").repartition("rp", partitions=2).to("out")
+    with scratch() as root:
+        log = open_log(f"file://{root / 'log'}")
+        log.create_topic("in", 4)
+        LocalDriver(build_topology(plan), config(log=log.url, state_dir=str(root / "state")))
+        assert log.partitions("ref-rp-repartition") == 2

@@ -185,8 +185,14 @@ class StreamRef(_Ref):
     def merge(self, other: StreamRef) -> StreamRef:
         return self._add(StreamRef, "merge", other)
 
-    def repartition(self, name: str, key: str = "string", value: str = "json") -> StreamRef:
-        return self._add(StreamRef, "repartition", name=name, key=key, value=value)
+    def repartition(
+        self, name: str, key: str = "string", value: str = "json", partitions: int | None = None
+    ) -> StreamRef:
+        """``partitions``: ``Repartitioned.with_number_of_partitions`` (the interpreter runs
+        every topic with the run's partition count: give it only where that is the same)."""
+        return self._add(
+            StreamRef, "repartition", name=name, key=key, value=value, partitions=partitions
+        )
 
     def to(self, topic: str, key: str = "string", value: str = "json") -> None:
         self._add(_Ref, "to", topic=topic, key=key, value=value)

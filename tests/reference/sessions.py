@@ -97,7 +97,7 @@ class SessionWindows(Node):
         if distinct:
             if not merged:  # a new session: its first record passes
                 windowed = Windowed(key, Window(start, end))
-                self.forward(rec.but(key=windowed, value=Change(rec.value)), task)
+                self.cache.update(self, task, rec.but(key=windowed))
             return
         if self.args["final"]:
             return
@@ -111,7 +111,7 @@ class SessionWindows(Node):
     def emit_unstored(self, rec: Rec, task: Task) -> None:
         windowed = Windowed(rec.key, Window(rec.ts, rec.ts))
         if self.args.get("distinct"):
-            self.forward(rec.but(key=windowed, value=Change(rec.value)), task)
+            self.cache.update(self, task, rec.but(key=windowed))
             return
         initial = None if self.fold.kind == "reduce" else self.fold.initial()
         value = self.fold.stored(self.fold.add(rec.key, rec.value, initial))

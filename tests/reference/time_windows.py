@@ -81,12 +81,14 @@ class TimeWindowAggregate(Node):
 
 
 class TimeWindowDistinct(Node):
-    """The first record of each key in each (tumbling) window, keyed by its window."""
+    """The first record of each key in each (tumbling) window, keyed by its window (a table
+    update like any other: through the record cache when it is on)."""
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
         self.spec: TimeWindowSpec = args["windows"]
         self.store: dict[tuple[Any, int], Any] = {}
+        self.cache = RecordCache(args["caching"])
 
     def process(self, rec: Rec, task: Task, port: int) -> None:
         if rec.key is None or rec.value is None:
@@ -100,7 +102,10 @@ class TimeWindowDistinct(Node):
             return
         self.store[(rec.key, start)] = rec.value
         windowed = Windowed(rec.key, Window(start, start + self.spec.size))
-        self.forward(rec.but(key=windowed, value=Change(rec.value)), task)
+        self.cache.update(self, task, rec.but(key=windowed))
+
+    def flush(self, task: Task) -> None:
+        self.cache.flush(self, task)
 
     def state(self, task: Task) -> dict[Any, Any]:
         return dict(self.store)
