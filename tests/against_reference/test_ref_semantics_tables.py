@@ -1,4 +1,4 @@
-"""The reference interpreter computes every table of SEMANTICS.md with exactly its numbers.
+"""The reference interpreter computes every table of SEMANTICS with exactly its numbers.
 
 These check the oracle, not the engine (the engine's own tests hold the same cases): an
 oracle that got a table wrong would make the property tests compare against a wrong answer.

@@ -1,4 +1,4 @@
-"""A reference interpreter of Streamtide's semantics (SEMANTICS.md, Kafka Streams), written
+"""A reference interpreter of Streamtide's semantics (SEMANTICS, Kafka Streams), written
 plainly and record at a time, to check the engine against. It never imports the engine's
 operators, runtime or stores; see README.md."""
 
