@@ -3,11 +3,18 @@ status 1) instead of a stack trace, a long wait, or silence."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from streamtide.log import open_log
 from tests.cli.installed import command_env, error_lines, streamtide
 
+APP = (
+    "from streamtide import StreamsBuilder\n"
+    "builder = StreamsBuilder()\n"
+    "builder.stream('clicks').to('out')\n"
+    "topology = builder.build()\n"
+)
 FORMS = (
     "local, local[N], local[*], local[N,F], local-cluster[N,C,M], spark://HOST:PORT, yarn, "
     "k8s://https://HOST:PORT"
@@ -15,12 +22,7 @@ FORMS = (
 
 
 def test_a_bad_spark_master_is_one_line_naming_it_and_the_accepted_forms(tmp_path: Path) -> None:
-    (tmp_path / "myapp.py").write_text(
-        "from streamtide import StreamsBuilder\n"
-        "builder = StreamsBuilder()\n"
-        "builder.stream('clicks').to('out')\n"
-        "topology = builder.build()\n"
-    )
+    (tmp_path / "myapp.py").write_text(APP)
     open_log(f"file://{tmp_path / 'streamtide-data'}").create_topic("clicks", 1)
     flag = streamtide(
         "run", "myapp:topology", "--application-id", "a", "--master", "locl[2]", cwd=tmp_path
@@ -44,17 +46,27 @@ def test_a_bad_spark_master_is_one_line_naming_it_and_the_accepted_forms(tmp_pat
 def test_an_unreachable_kafka_broker_is_one_line_after_the_connect_timeout(
     tmp_path: Path,
 ) -> None:
+    def one_line(result: subprocess.CompletedProcess[str], wait: str) -> str:
+        assert result.returncode == 1
+        (line,) = error_lines(result)
+        assert line.startswith(f"Error: cannot reach Kafka at 127.0.0.1:1 within {wait} ("), line
+        assert "check that the brokers run" in line and "streamtide.connect.timeout.ms" in line
+        assert "KafkaError{" not in line
+        return line
+
+    one_line(streamtide("topics", "list", "--log", "kafka://127.0.0.1:1"), "10 s")  # the default
     settings = tmp_path / "client.properties"
     settings.write_text(
         "# a shorter wait than the default 10 s\nstreamtide.connect.timeout.ms=1500\n"
     )
     env = command_env(STREAMTIDE_LOG_CONFIG=str(settings))
-    result = streamtide("topics", "list", "--log", "kafka://127.0.0.1:1", env=env)
-    assert result.returncode == 1
-    (line,) = error_lines(result)
-    assert line.startswith("Error: cannot reach Kafka at 127.0.0.1:1 within 1.5 s (")
-    assert "check that the brokers run" in line and "streamtide.connect.timeout.ms" in line
-    assert "KafkaError{" not in line
+    one_line(streamtide("topics", "list", "--log", "kafka://127.0.0.1:1", env=env), "1.5 s")
+    (tmp_path / "myapp.py").write_text(APP)
+    ran = streamtide(
+        "run", "myapp:topology", "--application-id", "a", "--log", "kafka://127.0.0.1:1",
+        "--log-option", "streamtide.connect.timeout.ms=1500", cwd=tmp_path,
+    )  # fmt: skip
+    one_line(ran, "1.5 s")  # before Spark starts: no line of Spark's
 
 
 def test_listing_topics_of_a_log_that_does_not_exist_says_so(tmp_path: Path) -> None:
