@@ -46,7 +46,13 @@ def test_the_demo_output_can_be_followed_as_printed(tmp_path: Path) -> None:
     assert read == clicks and total == read + repartitioned
     assert repartitioned == clicks + unique  # by event id (all), then by user (unique ones)
 
-    (line,) = [x for x in demo.stdout.splitlines() if x.startswith(PREFIX)]
+    lines = demo.stdout.splitlines()
+    (line,) = [x for x in lines if x.startswith(PREFIX)]
+    # the tests' PATH does not hold the venv, as a shell after ./dev demo does not
+    assert lines[lines.index(line) + 1] == (
+        f"(streamtide is not on your PATH: run `source {STREAMTIDE.parent.parent}/bin/activate` "
+        "first, or run the command as ./dev streamtide consume ... in the repository)"
+    )
     command = line[len(PREFIX) :]  # the whole command on its one line
     assert command.startswith("streamtide consume session-counts --log ")
     consumed = [json.loads(x) for x in _shell(command, tmp_path).stdout.splitlines()]

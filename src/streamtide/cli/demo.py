@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
 import shlex
 import shutil
+import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -120,6 +122,9 @@ def _run(
             markup=False,
             highlight=False,
         )
+        hint = path_hint()
+        if hint is not None:
+            console.print(hint, soft_wrap=True, markup=False, highlight=False)
     log.close()
 
 
@@ -131,6 +136,22 @@ def inspect_command(url: str) -> str:
     return (
         f"streamtide consume {demo_app.SESSIONS} --log {shlex.quote(url)} --from-beginning "
         "--max 5 --key-format session-windowed-string --value-format long --timestamps iso"
+    )
+
+
+def path_hint() -> str | None:
+    """How to run ``streamtide`` when this installation's command is not on the PATH (as
+    under ``./dev demo``, which does not activate the venv); None when it is."""
+    script = Path(sys.executable).with_name("streamtide")
+    found = shutil.which("streamtide")
+    if found is not None and Path(found).resolve() == script.resolve():
+        return None
+    venv = Path(os.path.relpath(script.parent.parent)) if script.exists() else None
+    if venv is None or venv.parts[:1] == ("..",):
+        venv = script.parent.parent
+    return (
+        f"(streamtide is not on your PATH: run `source {venv}/bin/activate` first, or run "
+        "the command as ./dev streamtide consume ... in the repository)"
     )
 
 
