@@ -23,6 +23,28 @@ PROCESSING_HANDLERS = HANDLER_NAMES
 AUTO_OFFSET_RESETS = ("earliest", "latest")
 INVALID_TIMESTAMP_HANDLERS = ("fail", "log_and_skip")
 EXECUTION_MODES = ("continuous", "micro_batch")
+#: The Spark master URLs Spark 4 accepts, as errors name them.
+MASTER_FORMS = (
+    "local, local[N], local[*], local[N,F], local-cluster[N,C,M], spark://HOST:PORT, yarn, "
+    "k8s://https://HOST:PORT"
+)
+_POSITIVE = r"\s*[1-9][0-9]*\s*"
+_MASTER = re.compile(
+    rf"local(\[(?:{_POSITIVE}|\s*\*\s*)(?:,{_POSITIVE})?\])?"
+    rf"|local-cluster\[{_POSITIVE},{_POSITIVE},{_POSITIVE}\]"
+    r"|spark://\S+|yarn|k8s://\S+"
+)
+
+
+def check_master(master: Any) -> str:
+    """``master`` if it is a Spark master URL of a form Spark accepts; a ConfigError naming
+    the value and the accepted forms otherwise (instead of Spark's Java stack trace)."""
+    if isinstance(master, str) and _MASTER.fullmatch(master):
+        return master
+    why = ""
+    if isinstance(master, str) and master.startswith("mesos://"):
+        why = " (Spark 4 has no Mesos support)"
+    raise ConfigError(f"master must be a Spark master URL ({MASTER_FORMS}), got {master!r}{why}")
 
 
 @dataclass

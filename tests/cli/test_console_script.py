@@ -49,7 +49,7 @@ def topology():
         .windowed_by(TimeWindows.of_size(timedelta(minutes=1)))
         .count()
         .to_stream()
-        .to("counts", Produced.with_(Serdes.windowed(Serdes.string()), Serdes.long()))
+        .to("counts", Produced.with_(Serdes.time_windowed(Serdes.string(), 60_000), Serdes.long()))
     )
     return builder.build()
 """
@@ -135,7 +135,8 @@ def test_the_readme_commands_from_a_fresh_venv(fresh_venv: Path, tmp_path: Path)
     consumed = sh(
         fresh_venv,
         "streamtide consume counts --log file://./data --from-beginning "
-        "--key-format windowed-string --value-format long --timestamps iso",
+        "--key-format time-windowed-string --window-size 60000 --value-format long "
+        "--timestamps iso",
         tmp_path,
     )
     latest = {}
@@ -178,3 +179,30 @@ def test_only_network_failures_skip() -> None:
     assert "NewConnectionError" in (network_error(unreachable) or "")
     missing = "ERROR: No matching distribution found for rocksdict>=99\n"
     assert network_error(missing) is None
+
+
+@pytest.mark.slow
+def test_dev_streamtide_runs_where_it_is_called(tmp_path: Path) -> None:
+    """``./dev streamtide`` keeps the caller's directory: the user's modules import and
+    relative --log paths are the user's (the venv is still the repository's)."""
+    (tmp_path / "myapp.py").write_text(APP)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK", "STREAMTIDE"))}
+
+    def dev(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(ROOT / "dev"), "streamtide", *args],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+
+    described = dev("describe", "myapp:topology")
+    assert described.returncode == 0, described.stderr
+    assert "Source: KSTREAM-SOURCE-0000000000 (topics: [clicks])" in described.stdout
+    created = dev("topics", "create", "clicks", "--log", "./data")
+    assert created.returncode == 0, created.stderr
+    assert (tmp_path / "data" / "clicks").is_dir()
+    assert not (ROOT / "data").exists()
+    assert dev("topics", "list", "--log", "./data").stdout == "clicks\n"

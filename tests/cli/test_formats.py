@@ -32,12 +32,12 @@ def test_layouts_are_the_documented_bytes() -> None:
     assert parse("00ff", "bytes") == b"\x00\xff" == parse("00ff", "hex")
     assert parse("AP8=", "base64") == b"\x00\xff"
     assert parse("é", "string") == "é".encode()
-    window = parse(f"alice@[{iso(T0)},{iso(T0 + HOUR)})", "windowed-string")
+    window = parse(f"alice@[{iso(T0)},{iso(T0 + HOUR)})", "legacy-windowed-string")
     assert window == b"alice" + struct.pack(">qq", T0, T0 + HOUR)
-    assert parse({"key": 5, "start": T0, "end": str(T0 + 1)}, "windowed-long") == struct.pack(
-        ">qqq", 5, T0, T0 + 1
-    )
-    assert parse(None, "long") is None and render(None, "windowed-long") is None
+    assert parse(
+        {"key": 5, "start": T0, "end": str(T0 + 1)}, "legacy-windowed-long"
+    ) == struct.pack(">qqq", 5, T0, T0 + 1)
+    assert parse(None, "long") is None and render(None, "legacy-windowed-long") is None
 
 
 def windowed(key: bytes, start: int, end: int) -> bytes:
@@ -48,14 +48,21 @@ def windowed(key: bytes, start: int, end: int) -> bytes:
 def test_windowed_keys_print_with_iso_times() -> None:
     data = windowed(b"bob", T0, T0 + 5_000)
     assert (
-        render(data, "windowed-string") == "bob@[2026-01-05T10:00:00.000Z,2026-01-05T10:00:05.000Z)"
+        render(data, "legacy-windowed-string")
+        == "bob@[2026-01-05T10:00:00.000Z,2026-01-05T10:00:05.000Z)"
     )
-    assert parse(render(data, "windowed-string"), "windowed-string") == data
+    assert parse(render(data, "legacy-windowed-string"), "legacy-windowed-string") == data
 
 
 @pytest.mark.parametrize("name", FORMAT_NAMES)
 def test_every_format_round_trips(name: str) -> None:
+    windows = {
+        f"{layout}-windowed-{kind}": f"{key}@[{iso(T0)},{iso(T0 + 60_000)})"
+        for layout in ("session", "time", "legacy")
+        for kind, key in (("string", "k"), ("long", "-3"))
+    }
     samples = {
+        **windows,
         "long": 2**40,
         "int": -5,
         "double": 0.25,
@@ -63,11 +70,12 @@ def test_every_format_round_trips(name: str) -> None:
         "bytes": "00ff10",
         "hex": "abcd",
         "base64": "AP8=",
-        "windowed-string": f"k@[{iso(0)},{iso(1)})",
-        "windowed-long": f"-3@[{iso(T0)},{iso(T0 + 60_000)})",
+        "legacy-windowed-string": f"k@[{iso(0)},{iso(1)})",
+        "legacy-windowed-long": f"-3@[{iso(T0)},{iso(T0 + 60_000)})",
     }
     value = samples.get(name, "plain text")
-    assert render(parse(value, name), name) == value
+    fmt = get_format(name, window_size_ms=60_000)  # the size only matters to time windows
+    assert render(parse(value, fmt), fmt) == value
 
 
 @pytest.mark.parametrize(
@@ -77,9 +85,9 @@ def test_every_format_round_trips(name: str) -> None:
         (2**31, "int", "does not fit in int"),
         ("abc", "double", "double needs a number"),
         ("zz", "bytes", "not a hex string"),
-        ("alice", "windowed-string", r"key@\[start,end\)"),
-        ("a@[yesterday,1)", "windowed-string", "not a time"),
-        ({"key": "a"}, "windowed-string", "needs key, start and end"),
+        ("alice", "legacy-windowed-string", r"key@\[start,end\)"),
+        ("a@[yesterday,1)", "legacy-windowed-string", "not a time"),
+        ({"key": "a"}, "legacy-windowed-string", "needs key, start and end"),
     ],
 )
 def test_bad_input_is_named(value, name: str, message: str) -> None:
@@ -115,7 +123,7 @@ def test_consume_prints_windowed_keys_longs_and_iso_times(log_url: str) -> None:
             log_url,
             "--from-beginning",
             "--key-format",
-            "windowed-string",
+            "legacy-windowed-string",
             "--value-format",
             "long",
             "--timestamps",
@@ -157,7 +165,7 @@ def test_produce_reads_the_same_formats(log_url: str) -> None:
             "--log",
             log_url,
             "--key-format",
-            "windowed-string",
+            "legacy-windowed-string",
             "--value-format",
             "long",
         ],

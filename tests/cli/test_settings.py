@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import fields
 from pathlib import Path
 
@@ -196,6 +197,13 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_serde_names_are_the_factories_without_arguments() -> None:
     assert {"bytes", "string", "json"} <= set(serde_names())
     assert all(callable(getattr(Serdes, n)) for n in serde_names())
+
+
+def test_docs_name_the_serdes_a_file_accepts() -> None:
+    """docs/cli.md lists exactly the names a config file takes, in the same order."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    listed = text[text.index("serdes are named by their") : text.index("durations are int")]
+    assert re.findall(r'`"(\w+)"`', listed) == list(serde_names())
 
 
 def test_run_help_lists_a_flag_per_setting_and_rejects_bad_values(tmp_path: Path) -> None:

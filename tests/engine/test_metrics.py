@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from streamtide import (
     Consumed,
+    Deduplicated,
     Materialized,
     Produced,
     Serdes,
@@ -23,6 +24,7 @@ from streamtide import (
     Topology,
 )
 from streamtide.log import LogRecord, open_log
+from streamtide.processor import drops
 from streamtide.testing import TopologyTestDriver
 from tests.engine.scenarios import EveryTenSeconds
 
@@ -40,6 +42,7 @@ FAMILIES = {
     "streamtide_state_restored_records",
     "streamtide_standby_lag_records",
     "streamtide_task_moves",
+    "streamtide_dropped_duplicates",
 }
 
 
@@ -60,6 +63,9 @@ def topology() -> Topology:
         .to("counts-out", Produced.with_(Serdes.windowed(STRING), INT))
     )
     clicks.process(EveryTenSeconds, "seen").to("seen-out", Produced.with_(STRING, INT))
+    clicks.deduplicate_by_key(timedelta(seconds=5), Deduplicated.as_("unique")).to(
+        "unique-out", Produced.with_(STRING, JSON)
+    )
     return builder.build()
 
 
@@ -85,12 +91,13 @@ def scrape(url: str) -> dict[str, float]:
     return samples
 
 
-def expected_punctuations(records: list[tuple[str, int]]) -> int:
+def expected_counts(records: list[tuple[str, int]]) -> dict[str, int]:
+    """The test driver's task metrics (punctuations, dropped duplicates) for ``records``."""
     with TopologyTestDriver(topology(), StreamsConfig(application_id="oracle")) as driver:
         inp = driver.create_input_topic("clicks", STRING, JSON)
         for key, ts in records:
             inp.pipe_input(key, {"k": key}, timestamp=ts)
-        return driver.metrics()["punctuations"]
+        return dict(driver.metrics())
 
 
 def test_metrics_are_served_while_running_and_match_the_input(spark, log_url, tmp_path) -> None:
@@ -115,6 +122,19 @@ def test_metrics_are_served_while_running_and_match_the_input(spark, log_url, tm
             time.sleep(0.05)
         url = app.metrics_url
         assert url is not None and url.startswith("http://127.0.0.1:")
+        first = scrape(url)  # every per-task and per-store series is there from the start
+        for p in range(2):
+            for reason in drops.REASONS:
+                assert (
+                    f'streamtide_records_dropped_total{{reason="{reason}",task="0_{p}"}}' in first
+                )
+            for kind in ("stream_time", "wall_clock_time"):
+                assert f'streamtide_punctuations_total{{task="0_{p}",type="{kind}"}}' in first
+            assert f'streamtide_dropped_duplicates_total{{task="0_{p}"}}' in first
+        for store in ("counts", "seen", "unique"):
+            assert first[f'streamtide_state_restored_records_total{{store="{store}"}}'] == 0
+        assert "streamtide_standby_lag_records" in first["__families__"]
+        assert not any(k.startswith("streamtide_standby_lag_records{") for k in first)
         while time.monotonic() < deadline:
             seen = scrape(url)
             consumed = [
@@ -131,23 +151,25 @@ def test_metrics_are_served_while_running_and_match_the_input(spark, log_url, tm
         seen = scrape(url)  # during the run, after catching up
     finally:
         app.stop()
-    assert (
-        FAMILIES
-        - {
-            "streamtide_records_dropped",
-            "streamtide_standby_lag_records",
-            "streamtide_state_restored_records",
-        }
-        <= seen["__families__"]
-    )
+    assert seen["__families__"] >= FAMILIES
     for p, (records, late) in inputs.items():
+        oracle = expected_counts(records)
+        assert oracle["dropped-duplicates"] > 0
         assert seen[f'streamtide_records_consumed_total{{partition="{p}",topic="clicks"}}'] == len(
             records
         )
         assert seen[f'streamtide_records_lag{{partition="{p}",topic="clicks"}}'] == 0
-        assert seen[f'streamtide_records_dropped_total{{reason="late",task="0_{p}"}}'] == late
-        assert seen[f'streamtide_punctuations_total{{task="0_{p}",type="stream_time"}}'] == (
-            expected_punctuations(records)
+        for reason in drops.REASONS:
+            dropped = seen[f'streamtide_records_dropped_total{{reason="{reason}",task="0_{p}"}}']
+            assert dropped == (late if reason == drops.LATE else 0)
+        assert (
+            seen[f'streamtide_punctuations_total{{task="0_{p}",type="stream_time"}}']
+            == (oracle["punctuations"])
+        )
+        assert seen[f'streamtide_punctuations_total{{task="0_{p}",type="wall_clock_time"}}'] == 0
+        assert (
+            seen[f'streamtide_dropped_duplicates_total{{task="0_{p}"}}']
+            == (oracle["dropped-duplicates"])
         )
     total_in = sum(len(r) for r, _ in inputs.values())
     total_late = sum(late for _, late in inputs.values())
@@ -183,7 +205,7 @@ def test_restores_are_counted_per_store(spark, log_url, tmp_path) -> None:
     first.stop()
     changelog = {
         store: sum(log.end_offset(f"restored-{store}-changelog", p) for p in range(2))
-        for store in ("counts", "seen")
+        for store in ("counts", "seen", "unique")
     }
     log.append("clicks", 0, [LogRecord(b"late-comer", b"{}", 70_000)])
     # a new state directory: every store is rebuilt from its changelog

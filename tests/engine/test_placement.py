@@ -12,6 +12,7 @@ from streamtide.engine.placement import (
     compute_assignment,
     record_stage_reports,
     reports_from,
+    standby_shortfall,
     subscriptions,
 )
 from streamtide.engine.plan import Stage
@@ -55,6 +56,20 @@ def test_standby_offsets_become_lags_through_the_subscription_records() -> None:
     assert reports_from(decoded)["1"].running == {"0_0", "0_1"}
     state = decoded["2"].client_state({TaskId(0, 0): 100, TaskId(0, 1): 100})
     assert state.lags == {TaskId(0, 0): 10, TaskId(0, 1): 95}
+
+
+def test_standbys_that_cannot_be_placed_are_explained() -> None:
+    one = [ExecutorInfo("driver", "localhost", 2)]
+    three = [ExecutorInfo(str(i), "h", 1) for i in range(3)]
+    assert standby_shortfall(0, one) is None and standby_shortfall(2, three) is None
+    alone = standby_shortfall(1, one)
+    assert alone is not None
+    assert alone.startswith("num_standby_replicas=1, but the application has one executor")
+    assert "(driver)" in alone and "none are kept" in alone
+    assert standby_shortfall(3, three) == (
+        "num_standby_replicas=3, but with 3 executors each task keeps at most 2 standby(s): a "
+        "standby must live on another executor than its active task"
+    )
 
 
 @pytest.mark.spark

@@ -6,6 +6,7 @@ the last one the state of all of it."""
 from __future__ import annotations
 
 import time
+import zlib
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from streamtide import (
     TimeWindows,
     Topology,
 )
+from streamtide.log import LogRecord, open_log
 from streamtide.log.partitioner import partition_for_key
 from streamtide.testing import TopologyTestDriver
 from tests.engine.scenarios import JSON, STRING, engine_config, make_events, write_events
@@ -127,3 +129,48 @@ def test_a_running_count_is_queried_while_input_arrives(
     app.stop()
     with pytest.raises(InvalidStateStoreError, match="was stopped"):
         counts.get(users[0])
+
+
+def _crc32_partition(key: str) -> int:
+    """The partition librdkafka's default partitioner (``consistent_random``: CRC32 of the
+    key) gives a key: what Python producers on confluent-kafka use unless told otherwise."""
+    return zlib.crc32(STRING.serialize(key)) % PARTITIONS
+
+
+def test_get_and_fetch_find_keys_the_producer_partitioned_otherwise(
+    spark: Any, log_url: str, tmp_path: Any
+) -> None:
+    users = [f"user-{i}" for i in range(40)]
+    elsewhere = [u for u in users if _crc32_partition(u) != _partition(u)][:6]
+    assert len(elsewhere) == 6
+    both, first_other = elsewhere[0], elsewhere[1]
+    log = open_log(log_url)
+    log.create_topic("events", PARTITIONS)
+
+    def put(user: str, partition: int, count: int) -> None:
+        records = [LogRecord(STRING.serialize(user), b"{}", MINUTE + i) for i in range(count)]
+        log.append("events", partition, records)
+
+    for n, user in enumerate(elsewhere, start=1):
+        put(user, _crc32_partition(user), n)  # as a confluent-kafka producer would
+    put(both, _partition(both), 7)  # also where murmur2 puts it: that task wins
+    # a second copy of first_other in a third partition: the one in the lower partition wins
+    extra = next(
+        p
+        for p in range(PARTITIONS)
+        if p not in (_partition(first_other), _crc32_partition(first_other))
+    )
+    put(first_other, extra, 20)
+    config = engine_config(log_url, str(tmp_path / "state"), app="queries-elsewhere")
+    app = StreamsApp(count_topology(), config, spark=spark)
+    app.run_until_caught_up(timeout=240)
+    counts, minutes = app.store("counts"), app.store("per-minute")
+    expected = {user: n for n, user in enumerate(elsewhere, start=1)}
+    expected[both] = 7
+    expected[first_other] = 2 if _crc32_partition(first_other) < extra else 20
+    for user, count in expected.items():
+        assert counts.get(user) == count, user
+        assert minutes.fetch(user, 0, 10 * MINUTE) == [(MINUTE, count)], user
+    assert counts.get("nobody") is None and minutes.fetch("nobody", 0, MINUTE) == []
+    assert len(counts.all()) == len(elsewhere) + 2  # `both` and `first_other` twice each
+    app.stop()

@@ -69,3 +69,18 @@ def test_kafka_urls_have_no_local_directory() -> None:
 def test_unsupported_urls(url: str) -> None:
     with pytest.raises(LogError):
         open_log(url)
+
+
+def test_the_connect_timeout_is_a_log_option_of_its_own() -> None:
+    from streamtide.log import LogUnavailableError
+
+    assert KafkaLog("127.0.0.1:1").connect_timeout_s == 10.0  # the default
+    log = open_log("kafka://127.0.0.1:1", **{"streamtide.connect.timeout.ms": "300"})
+    assert log.connect_timeout_s == 0.3
+    with pytest.raises(LogUnavailableError, match=r"^cannot reach Kafka at 127\.0\.0\.1:1 within"):
+        log.list_topics()
+    for bad in ("soon", 0, -5, True):
+        with pytest.raises(LogError, match=r"streamtide\.connect\.timeout\.ms must be a positive"):
+            open_log("kafka://127.0.0.1:1", **{"streamtide.connect.timeout.ms": bad})
+    with pytest.raises(LogError, match=r"unknown log option 'streamtide\.conect\.timeout\.ms'"):
+        open_log("kafka://127.0.0.1:1", **{"streamtide.conect.timeout.ms": 5})

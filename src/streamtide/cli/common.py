@@ -11,8 +11,10 @@ from typing import Any, TypeVar
 
 import click
 
+from streamtide.cli.formats import FORMAT_NAMES, RENAMED, Format, FormatError, get_format
 from streamtide.errors import StreamtideError
-from streamtide.log import DEFAULT_LOG_URL, Log, LogError, is_kafka_url, open_log
+from streamtide.log import DEFAULT_LOG_URL, Log, LogError, is_kafka_url, log_path, open_log
+from streamtide.log.kafka_client import LOG_CONFIG_ENV
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,9 +31,6 @@ log_option = click.option(
     "STREAMTIDE_LOG_CONFIG).",
 )
 
-#: Names a file of Kafka client settings (``key=value`` lines, ``#`` comments, as in Kafka's
-#: ``client.properties``) used with ``kafka://`` logs: security, SASL, TLS, ``topic.*``.
-LOG_CONFIG_ENV = "STREAMTIDE_LOG_CONFIG"
 
 #: ``--progress/--no-progress``: default is a bar only when stderr is a terminal.
 progress_option = click.option(
@@ -39,6 +38,41 @@ progress_option = click.option(
     default=None,
     help="Show a progress bar on stderr (default: only when stderr is a terminal).",
 )
+
+
+class FormatName(click.Choice):
+    """A ``--key-format``/``--value-format`` name; a name of an earlier release is refused
+    with the names to use now."""
+
+    def __init__(self) -> None:
+        super().__init__(FORMAT_NAMES)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value in RENAMED:
+            self.fail(RENAMED[value], param, ctx)
+        return super().convert(value, param, ctx)
+
+
+#: ``--window-size MS``: the size of the windows whose keys a ``time-windowed-*`` format reads
+#: or writes (their layout stores the start only).
+window_size_option = click.option(
+    "--window-size",
+    "window_size",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="MS",
+    help="Window size in ms for the time-windowed-* formats (as given to "
+    "Serdes.time_windowed): the end of each window is its start plus this size.",
+)
+
+
+def resolve_formats(key_format: str, value_format: str, window_size: int | None) -> list[Format]:
+    """The key and value formats named on the command line (a usage error if a time-windowed
+    one lacks ``--window-size``)."""
+    try:
+        return [get_format(name, window_size) for name in (key_format, value_format)]
+    except FormatError as e:
+        raise click.UsageError(str(e)) from None
 
 
 def reports_errors(func: F) -> F:
@@ -75,6 +109,19 @@ def log_options(url: str) -> dict[str, str]:
             raise LogError(f"{path} line {number}: expected key=value")
         options[key.strip()] = value.strip()
     return options
+
+
+def require_existing_log(url: str) -> None:
+    """For a file log: fail with one line if its directory does not exist (a mistyped --log
+    would otherwise read as an empty log)."""
+    if is_kafka_url(url):
+        return
+    path = log_path(url)
+    if not os.path.isdir(path):
+        raise click.ClickException(
+            f"no log at {url}: the directory {os.path.abspath(path)} does not exist (check "
+            "--log or $STREAMTIDE_LOG; `streamtide topics create` starts a new log)"
+        )
 
 
 @contextmanager

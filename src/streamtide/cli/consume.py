@@ -9,15 +9,18 @@ import time
 import click
 
 from streamtide.cli.common import (
+    FormatName,
     log_option,
     opened_log,
     progress_bar,
     progress_option,
     reports_errors,
+    resolve_formats,
     want_progress,
+    window_size_option,
 )
-from streamtide.cli.formats import FormatError
-from streamtide.cli.jsonlines import FORMATS, format_record
+from streamtide.cli.formats import Format, FormatError
+from streamtide.cli.jsonlines import format_record
 from streamtide.log import Log, OffsetOutOfRangeError
 
 _CHUNK = 10_000
@@ -60,15 +63,18 @@ _CHUNK = 10_000
 )
 @click.option(
     "--key-format",
-    type=click.Choice(FORMATS),
+    type=FormatName(),
     default="text",
     show_default=True,
     help="How keys are printed: string/text (UTF-8), long (8 bytes), int (4 bytes), double, "
-    "json (parsed), bytes/hex, base64, windowed-string or windowed-long (key@[start,end)).",
+    "json (parsed), bytes/hex, base64; windowed keys as key@[start,end): "
+    "session-windowed-string/-long (Serdes.session_windowed), time-windowed-string/-long "
+    "with --window-size (Serdes.time_windowed), legacy-windowed-string/-long "
+    "(the deprecated Serdes.windowed).",
 )
 @click.option(
     "--value-format",
-    type=click.Choice(FORMATS),
+    type=FormatName(),
     default="text",
     show_default=True,
     help="How values are printed (the same formats as --key-format).",
@@ -80,6 +86,7 @@ _CHUNK = 10_000
     show_default=True,
     help="Record timestamps as epoch milliseconds or ISO-8601 UTC times.",
 )
+@window_size_option
 @log_option
 @progress_option
 @reports_errors
@@ -94,15 +101,17 @@ def consume(
     key_format: str,
     value_format: str,
     timestamps: str,
+    window_size: int | None,
     log_url: str,
     progress: bool | None,
 ) -> None:
     """Print records of TOPIC as JSON lines with partition, offset, timestamp, key, value.
 
-    Keys and values are decoded with --key-format/--value-format, e.g. a windowed count:
-    --key-format windowed-string --value-format long."""
+    Keys and values are decoded with --key-format/--value-format, e.g. a session count:
+    --key-format session-windowed-string --value-format long."""
     if offset is not None and from_beginning:
         raise click.UsageError("--offset and --from-beginning exclude each other")
+    key_layout, value_layout = resolve_formats(key_format, value_format, window_size)
     with opened_log(log_url) as log:
         count = log.partitions(topic)
         if partition is not None and partition >= count:
@@ -122,7 +131,7 @@ def consume(
                 while True:
                     for p in chosen:
                         n = _drain(
-                            log, topic, p, positions, budget, (key_format, value_format, timestamps)
+                            log, topic, p, positions, budget, (key_layout, value_layout, timestamps)
                         )
                         advance(n)
                         printed += n
@@ -165,7 +174,7 @@ def _drain(
     partition: int,
     positions: dict[int, int],
     budget: int | None,
-    layout: tuple[str, str, str],
+    layout: tuple[Format, Format, str],
 ) -> int:
     """Print the records from the partition's position to its end (within the budget)."""
     printed = 0

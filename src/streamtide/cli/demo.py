@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
+import shlex
 import shutil
+import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -12,6 +15,7 @@ from typing import Any
 import click
 
 from streamtide.cli.common import reports_errors
+from streamtide.cli.interrupt import batches_until_caught_up, configure_logging, spark_started
 
 
 @click.command()
@@ -41,8 +45,11 @@ def demo(directory: str, users: int, master: str, batch_size: int, kafka: bool) 
     """Deduplicate a clickstream, count user sessions and summarize pages per minute."""
     from rich.console import Console
 
+    from streamtide.config import check_master
+
+    check_master(master)
     console = Console()
-    logging.basicConfig(level=logging.WARNING)
+    configure_logging(logging.WARNING)
     root = Path(directory).resolve()
     shutil.rmtree(root, ignore_errors=True)
     if not kafka:
@@ -100,19 +107,52 @@ def _run(
     console.print(f"starting Spark ({master}) ...")
     started = time.perf_counter()
     app = StreamsApp(topology, config, master=master)
-    try:
-        with console.status("running batches until the input is consumed ..."):
-            progress = app.run_until_caught_up(timeout=600)
-    finally:
-        app.stop()
+    with (
+        console.status("running batches until the input is consumed ..."),
+        spark_started(app) as stop,
+    ):
+        progress = [] if stop.requested else list(batches_until_caught_up(app, stop))
     elapsed = time.perf_counter() - started
     _show(console, log, progress, elapsed, len(events), distinct)
     if url.startswith("file://"):
+        # one line that survives copy and paste: never wrapped, whatever the width
         console.print(
-            f"Inspect it yourself: streamtide consume session-counts --log {url} "
-            "--from-beginning --max 5"
+            f"Inspect it yourself: {inspect_command(url)}",
+            soft_wrap=True,
+            markup=False,
+            highlight=False,
         )
+        hint = path_hint()
+        if hint is not None:
+            console.print(hint, soft_wrap=True, markup=False, highlight=False)
     log.close()
+
+
+def inspect_command(url: str) -> str:
+    """The ``consume`` command that prints the demo's session counts as they were written
+    (session-windowed string keys, long counts)."""
+    from streamtide.cli import demo_app
+
+    return (
+        f"streamtide consume {demo_app.SESSIONS} --log {shlex.quote(url)} --from-beginning "
+        "--max 5 --key-format session-windowed-string --value-format long --timestamps iso"
+    )
+
+
+def path_hint() -> str | None:
+    """How to run ``streamtide`` when this installation's command is not on the PATH (as
+    under ``./dev demo``, which does not activate the venv); None when it is."""
+    script = Path(sys.executable).with_name("streamtide")
+    found = shutil.which("streamtide")
+    if found is not None and Path(found).resolve() == script.resolve():
+        return None
+    venv = Path(os.path.relpath(script.parent.parent)) if script.exists() else None
+    if venv is None or venv.parts[:1] == ("..",):
+        venv = script.parent.parent
+    return (
+        f"(streamtide is not on your PATH: run `source {venv}/bin/activate` first, or run "
+        "the command as ./dev streamtide consume ... in the repository)"
+    )
 
 
 def _show(console, log, progress, elapsed: float, events: int, distinct: int) -> None:
@@ -133,6 +173,14 @@ def _show(console, log, progress, elapsed: float, events: int, distinct: int) ->
             str(p.restored_records),
         )
     console.print(batches)
+    processed = sum(p.input_records for p in progress)
+    console.print(
+        f"records processed: {processed} = the {events} clicks read from {demo_app.CLICKS} and "
+        f"{processed - events} records read back from the repartition topics between the "
+        "sub-topologies (the clicks by event id for deduplication, the unique clicks by user "
+        "for the sessions)",
+        style="dim",
+    )
 
     key_serde, count_serde = Serdes.session_windowed(Serdes.string()), Serdes.long()
     sessions: dict[tuple, int | None] = {}

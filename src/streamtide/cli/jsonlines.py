@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamtide.cli import formats
-from streamtide.cli.formats import FormatError, iso
+from streamtide.cli.formats import Format, FormatError, iso
 from streamtide.log import LogRecord
 
 _INPUT_FIELDS = frozenset({"key", "value", "timestamp", "partition", "headers"})
-FORMATS = formats.FORMAT_NAMES
 
 
 class LineError(ValueError):
@@ -40,7 +39,9 @@ def to_bytes(value: Any) -> bytes | None:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def parse_line(line: str, key_format: str = "text", value_format: str = "text") -> ParsedLine:
+def parse_line(
+    line: str, key_format: str | Format = "text", value_format: str | Format = "text"
+) -> ParsedLine:
     """One input line as a record (and its explicit partition, if any); LineError if bad."""
     try:
         obj = json.loads(line)
@@ -88,7 +89,7 @@ def parse_line(line: str, key_format: str = "text", value_format: str = "text") 
     return ParsedLine(record, partition)
 
 
-def render(data: bytes | None, fmt: str) -> Any:
+def render(data: bytes | None, fmt: str | Format) -> Any:
     """Stored bytes as a JSON value in the given format (see ``cli.formats``)."""
     return formats.render(data, fmt)
 
@@ -96,8 +97,8 @@ def render(data: bytes | None, fmt: str) -> Any:
 def format_record(
     record: LogRecord,
     partition: int,
-    key_format: str,
-    value_format: str,
+    key_format: str | Format,
+    value_format: str | Format,
     timestamps: str = "ms",
 ) -> str:
     """One output line: partition, offset, timestamp (epoch ms, or ISO-8601 with
@@ -105,6 +106,7 @@ def format_record(
     try:
         key = render(record.key, key_format)
         value = render(record.value, value_format)
+        timestamp = iso(record.timestamp) if timestamps == "iso" else record.timestamp
     except FormatError as e:
         raise FormatError(
             f"the record at partition {partition}, offset {record.offset}: {e}"
@@ -112,7 +114,7 @@ def format_record(
     out: dict[str, Any] = {
         "partition": partition,
         "offset": record.offset,
-        "timestamp": iso(record.timestamp) if timestamps == "iso" else record.timestamp,
+        "timestamp": timestamp,
         "key": key,
         "value": value,
     }

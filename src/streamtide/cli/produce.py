@@ -9,14 +9,17 @@ from typing import BinaryIO
 import click
 
 from streamtide.cli.common import (
+    FormatName,
     log_option,
     opened_log,
     progress_bar,
     progress_option,
     reports_errors,
+    resolve_formats,
     want_progress,
+    window_size_option,
 )
-from streamtide.cli.jsonlines import FORMATS, LineError, parse_line
+from streamtide.cli.jsonlines import LineError, parse_line
 from streamtide.log import Log, LogRecord, partition_for_key
 
 
@@ -82,15 +85,17 @@ class _Batcher:
 )
 @click.option(
     "--key-format",
-    type=click.Choice(FORMATS),
+    type=FormatName(),
     default="text",
     show_default=True,
     help="How keys are written: text (strings as UTF-8, other JSON as JSON text), string, "
-    "long, int, double, json, bytes/hex, base64, windowed-string, windowed-long.",
+    "long, int, double, json, bytes/hex, base64; windowed keys (key@[start,end) or an object "
+    "with key, start, end): session-windowed-string/-long, time-windowed-string/-long with "
+    "--window-size, legacy-windowed-string/-long.",
 )
 @click.option(
     "--value-format",
-    type=click.Choice(FORMATS),
+    type=FormatName(),
     default="text",
     show_default=True,
     help="How values are written (the same formats as --key-format).",
@@ -102,6 +107,7 @@ class _Batcher:
     show_default=True,
     help="Records buffered before they are appended (one segment per partition).",
 )
+@window_size_option
 @log_option
 @progress_option
 @reports_errors
@@ -112,6 +118,7 @@ def produce(
     key_format: str,
     value_format: str,
     batch_size: int,
+    window_size: int | None,
     log_url: str,
     progress: bool | None,
 ) -> None:
@@ -124,6 +131,7 @@ def produce(
     "headers". On a bad line every earlier line has been written
     and nothing from the bad line on; the error names the line.
     """
+    key_layout, value_layout = resolve_formats(key_format, value_format, window_size)
     total = _size_of(source)
     with opened_log(log_url) as log:
         batcher = _Batcher(log, topic, batch_size)
@@ -141,7 +149,7 @@ def produce(
                     line = raw.decode("utf-8").strip()
                     if not line:
                         continue
-                    parsed = parse_line(line, key_format, value_format)
+                    parsed = parse_line(line, key_layout, value_layout)
                     target = parsed.partition if parsed.partition is not None else partition
                     batcher.add(parsed.record, batcher.choose(parsed.record.key, target))
                 except (LineError, UnicodeDecodeError) as e:

@@ -5,12 +5,17 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
-import time
 from typing import Any
 
 import click
 
 from streamtide.cli.common import reports_errors, want_progress
+from streamtide.cli.interrupt import (
+    StopRequest,
+    batches_until_caught_up,
+    configure_logging,
+    spark_started,
+)
 from streamtide.cli.live import live_progress
 from streamtide.cli.settings import build_config, config_options
 from streamtide.errors import ConfigError
@@ -71,28 +76,39 @@ def run(
     """Run the topology TARGET (module:attribute) on Spark until interrupted.
 
     Settings come from --config FILE (TOML, keys named like StreamsConfig's fields, plus
-    master) and from the flags below, which override the file.
+    master) and from the flags below, which override the file. Ctrl-C stops after the running
+    batch (Ctrl-C again: at once) and exits with status 130.
     """
     from streamtide.engine.app import StreamsApp
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    configure_logging(logging.INFO)
     config, run_settings = build_config(config_file, {"master": master, **settings})
     topology = load_topology(target)
     app = StreamsApp(topology, config, master=run_settings["master"])
-    if config.metrics_port:
-        host = config.metrics_bind_address
-        host = f"[{host}]" if ":" in host else host
-        click.echo(f"metrics: http://{host}:{config.metrics_port}/metrics", err=True)
-    try:
-        with live_progress(app, want_progress(progress)):
-            if until_caught_up:
-                for done in app.run_until_caught_up():
-                    click.echo(done.summary())
-                return
-            app.start()
-            while app.await_termination(timeout=1.0) is False:
-                time.sleep(0)
-    except KeyboardInterrupt:
-        click.echo("stopping ...", err=True)
-    finally:
-        app.stop()
+    app.log.list_topics()  # reach the log before Spark starts: a wrong --log fails fast
+    with spark_started(app) as stop:
+        if not stop.requested:
+            _run(app, stop, until_caught_up, want_progress(progress))
+
+
+def _run(app: Any, stop: StopRequest, until_caught_up: bool, progress: bool) -> None:
+    """Run ``app`` until it is caught up (or, without ``until_caught_up``, until it fails)
+    or a stop is requested."""
+    announced = False
+
+    def announce_metrics() -> None:
+        nonlocal announced
+        if app.metrics_url is not None and not announced:
+            click.echo(f"metrics: {app.metrics_url}", err=True)
+            announced = True
+
+    with live_progress(app, progress):
+        if until_caught_up:
+            for done in batches_until_caught_up(app, stop):
+                announce_metrics()
+                click.echo(done.summary())
+            return
+        app.start()
+        announce_metrics()
+        while not stop.requested and app.await_termination(timeout=0.5) is False:
+            pass

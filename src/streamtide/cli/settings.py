@@ -23,6 +23,7 @@ from streamtide.config import (
     INVALID_TIMESTAMP_HANDLERS,
     PROCESSING_GUARANTEES,
     StreamsConfig,
+    check_master,
 )
 from streamtide.errors import ConfigError
 from streamtide.handlers import HANDLER_NAMES, Handler
@@ -122,8 +123,12 @@ def _log_options(items: Any, where: str) -> dict[str, Any]:
 
 
 def serde_names() -> tuple[str, ...]:
-    """Serdes that can be named in a config: Serdes' factories that take no argument."""
-    candidates = ("bytes", "string", "int", "long", "float", "double", "json")
+    """Serdes that can be named in a config: Serdes' factories that take no argument (Kafka's
+    names, then the deprecated ``int`` and ``float``, which keep their 8-byte layouts)."""
+    candidates = (
+        *("bytes", "string", "short", "integer", "long", "float32", "double", "uuid", "void"),
+        *("json", "int", "float"),
+    )
     return tuple(n for n in candidates if callable(getattr(Serdes, n, None)))
 
 
@@ -252,6 +257,10 @@ def build_config(
     from_file = load_file(path) if path is not None else {}
     run = {k: from_file.pop(k, default) for k, default in RUN_SETTINGS.items()}
     run.update({k: v for k, v in flags.items() if k in RUN_SETTINGS and v is not None})
+    try:
+        check_master(run["master"])
+    except ConfigError as exc:
+        raise ConfigError(f"{'--master' if flags.get('master') else path}: {exc}") from None
     try:
         config = StreamsConfig(**from_file)
     except (ConfigError, TypeError) as exc:

@@ -111,6 +111,8 @@ def _print_tables(console: Any, info: dict[str, Any]) -> None:
             str(row["restored_records"]),
         )
     console.print(tasks)
+    if info.get("standby_note"):
+        console.print(f"standbys: {info['standby_note']}")
     partitions = Table(title="source partitions")
     for column in ("topic", "partition", "task", "committed", "end", "lag"):
         partitions.add_column(column, justify="left" if column in ("topic", "task") else "right")

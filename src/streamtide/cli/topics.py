@@ -6,7 +6,7 @@ import json
 
 import click
 
-from streamtide.cli.common import log_option, opened_log, reports_errors
+from streamtide.cli.common import log_option, opened_log, reports_errors, require_existing_log
 
 
 @click.group()
@@ -49,6 +49,7 @@ def create(
 @reports_errors
 def list_(log_url: str) -> None:
     """Print the topic names, one per line."""
+    require_existing_log(log_url)
     with opened_log(log_url) as log:
         for name in log.list_topics():
             click.echo(name)

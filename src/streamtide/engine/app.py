@@ -10,7 +10,7 @@ from collections import deque
 from typing import Any
 
 from streamtide.assignment import Assignment, AssignmentInfo, SubscriptionInfo, assign
-from streamtide.config import StreamsConfig
+from streamtide.config import StreamsConfig, check_master
 from streamtide.engine.app_dir import AppDirectory, app_dir_for
 from streamtide.engine.assignment_history import Placement, TaskRestore, changes
 from streamtide.engine.batch_size import BatchSizeController
@@ -35,6 +35,7 @@ from streamtide.engine.placement import (
     record_stage_reports,
     reports_from,
     slot_units,
+    standby_shortfall,
     subscriptions,
 )
 from streamtide.engine.plan import Stage, make_plan
@@ -95,7 +96,7 @@ class StreamsApp:
         self.topology = topology
         self.config = config or StreamsConfig()
         self._spark = spark
-        self._master = master
+        self._master = check_master(master)
         self._owns_spark = spark is None
         self.assignor = assignor
         if stores_factory == "durable":
@@ -152,6 +153,7 @@ class StreamsApp:
         self._assign_lags: dict[tuple[str, str], int] = {}
         self._draining: set[str] = set()
         self._removed: set[str] = set()
+        self._standby_note: str | None = None  # said once, again when it changes
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -177,6 +179,11 @@ class StreamsApp:
             return
         self.sc = spark_context(self.spark)
         self.stages = make_plan(self.topology, self.config, self.log)
+        self._metrics.declare(
+            (t for stage in self.stages for t in stage.task_ids),
+            (store for stage in self.stages for store in stage.changelog_topics),
+            self._stateful_tasks() if self.config.num_standby_replicas else (),
+        )
         from pyspark import cloudpickle
 
         ship_user_modules(self.topology)
@@ -384,6 +391,7 @@ class StreamsApp:
         if isinstance(self.committer, KafkaBatchCommitter):
             self.committer.check_fence(batch)  # a newer driver took over: stop before work
         executors = self._live_executors()
+        self._note_standby_shortfall(executors, progress)
         assignment = self._assign(executors)
         self._executors, self._assignment = executors, assignment
         self._global_ends = global_ends(
@@ -453,6 +461,17 @@ class StreamsApp:
         if batch % 50 == 0:
             self.app_dir.prune()
         return progress
+
+    def _note_standby_shortfall(
+        self, executors: list[ExecutorInfo], progress: BatchProgress
+    ) -> None:
+        """Say (once, and when it changes) why fewer standbys than configured are kept; the
+        commit record keeps it for ``status``."""
+        wanted = self.config.num_standby_replicas if self._stateful_tasks() else 0
+        note = standby_shortfall(wanted, executors)
+        if note is not None and note != self._standby_note:
+            log.warning("%s", note)
+        self._standby_note = progress.standby_note = note
 
     def _stateful_tasks(self) -> set[str]:
         return {t for stage in self.stages if stage.changelog_topics for t in stage.task_ids}

@@ -15,11 +15,14 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from streamtide.errors import ConfigError
 from streamtide.processor import drops
+from streamtide.processor.api import PunctuationType
 
 #: Batch and commit durations range from tens of milliseconds to minutes (a catch-up).
 _BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 _PUNCTUATIONS = "punctuations."
 _RESTORED = "records-restored."
+#: Repeats a deduplication operator dropped (its purpose, not a drop: docs/metrics.md).
+_DUPLICATES = "dropped-duplicates"
 
 
 class AppMetrics:
@@ -82,6 +85,12 @@ class AppMetrics:
             ["task"],
             registry=r,
         )
+        self.duplicates = Counter(
+            "streamtide_dropped_duplicates",
+            "Repeats dropped by deduplication operators (not counted as dropped records).",
+            ["task"],
+            registry=r,
+        )
         self.task_moves = Counter(
             "streamtide_task_moves",
             "Active tasks that ran on another executor than in the batch before.",
@@ -90,6 +99,24 @@ class AppMetrics:
         self._owners: dict[str, str] = {}
 
     # ---- recording -----------------------------------------------------------------------
+
+    def declare(
+        self, tasks: Iterable[str], stores: Iterable[str], standby_tasks: Iterable[str]
+    ) -> None:
+        """Export every per-task and per-store series at 0 from the start, so dashboards show
+        0 rather than no data until something happens: drops (every reason), punctuations
+        (both types) and dropped duplicates of ``tasks``, restores of the changelogged
+        ``stores``, and the standby lag of ``standby_tasks`` (the tasks that get standbys)."""
+        for task in tasks:
+            for reason in drops.REASONS:
+                self.dropped.labels(task=task, reason=reason)
+            for kind in PunctuationType:
+                self.punctuations.labels(task=task, type=kind.value)
+            self.duplicates.labels(task=task)
+        for store in stores:
+            self.restored.labels(store=store)
+        for task in standby_tasks:
+            self.standby_lag.labels(task=task)
 
     def record_stage(
         self,
@@ -124,6 +151,8 @@ class AppMetrics:
                 self.punctuations.labels(task=task, type=name[len(_PUNCTUATIONS) :]).inc(count)
             elif name.startswith(_RESTORED):
                 self.restored.labels(store=name[len(_RESTORED) :]).inc(count)
+            elif name == _DUPLICATES:
+                self.duplicates.labels(task=task).inc(count)
 
     def record_batch(
         self,

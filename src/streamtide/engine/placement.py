@@ -136,6 +136,25 @@ def slot_units(
     return units
 
 
+def standby_shortfall(wanted: int, executors: list[ExecutorInfo]) -> str | None:
+    """Why fewer than ``wanted`` standbys per task can be kept on ``executors`` (a standby
+    lives on another executor than its active task), or None if all of them can."""
+    if wanted <= 0 or len(executors) > wanted:
+        return None
+    if len(executors) == 1:
+        return (
+            f"num_standby_replicas={wanted}, but the application has one executor "
+            f"({executors[0].id}): a standby must live on another executor than its active "
+            "task, so none are kept; run on a cluster (local-cluster[N,C,M], spark://..., yarn, "
+            "k8s://...) for standbys"
+        )
+    return (
+        f"num_standby_replicas={wanted}, but with {len(executors)} executors each task keeps at "
+        f"most {len(executors) - 1} standby(s): a standby must live on another executor than "
+        "its active task"
+    )
+
+
 def _task_order(task: str) -> tuple[int, int]:
     sub, part = task.split("_")
     return int(sub), int(part)

@@ -55,6 +55,8 @@ class BatchProgress:
     commit_ms: float = 0.0
     committed_at: int = 0
     partition_lag: dict[str, int] = field(default_factory=dict)
+    #: Why fewer standbys than configured are kept (engine.placement.standby_shortfall).
+    standby_note: str | None = None
     phases_ms: dict[str, float] = field(default_factory=dict)
 
     def add_phase(self, phase: str, ms: float) -> None:

@@ -2,10 +2,11 @@
 
 ``StreamsApp.store(name)`` returns one of the views below. A view holds no data: every call
 asks the tasks of the store for their committed entries (``runtime.store_query``) and decodes
-what they send with the store's serdes. A key is asked of the task of its partition (its
-bytes under the store's key serde, Kafka's default partitioner, as sinks route records);
-``all`` and ``range`` ask every task and merge their answers in key-byte order. See
-docs/tables-and-joins.md, "Queryable state", for freshness and cost.
+what they send with the store's serdes. A key is asked of the task of its partition first (its
+bytes under the store's key serde, Kafka's default partitioner, as sinks route records), then,
+if that task does not hold it, of the other tasks (a producer may have partitioned it
+otherwise); ``all`` and ``range`` ask every task and merge their answers in key-byte order.
+See docs/tables-and-joins.md, "Queryable state", for freshness and cost.
 """
 
 from __future__ import annotations
@@ -113,9 +114,17 @@ class _StoreView:
         return self._route.key_serde.deserialize(raw)
 
     def _ask_key(self, key: Any, op: QueryOp, *more: Any) -> Any:
+        """The answer for ``key`` of the task the partitioner names, or, if that task does
+        not hold it, of the first other task (in partition order) that does."""
         raw = self._route.key_bytes(key)
-        task = self._route.task_of(raw)
-        return self._ask(self.name, op, [encode_bytes(raw), *more], [task])[task]
+        args = [encode_bytes(raw), *more]
+        first = self._route.task_of(raw)
+        answer = self._ask(self.name, op, args, [first])[first]
+        others = [t for t in self._route.task_ids if t != first]
+        if _holds(answer) or not others:
+            return answer
+        answers = self._ask(self.name, op, args, others)
+        return next((answers[t] for t in others if _holds(answers[t])), answer)
 
     def approximate_num_entries(self) -> int:
         """About how many entries the store holds over all its tasks (RocksDB's estimate)."""
@@ -124,6 +133,11 @@ class _StoreView:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+def _holds(answer: Any) -> bool:
+    """Whether a task's answer to a key query found the key (a value, or some windows)."""
+    return answer is not None and answer != []
 
 
 class ReadOnlyKeyValueStore(_StoreView):

@@ -6,19 +6,20 @@ application shows the input that has arrived since.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from streamtide.config import StreamsConfig
 from streamtide.engine.app_dir import AppDirectory, app_dir_for
-from streamtide.errors import StreamtideError
-from streamtide.log import open_log
+from streamtide.errors import ConfigError, StreamtideError
+from streamtide.log import is_kafka_url, open_log
 
 
 def read_status(config: StreamsConfig, history: int = 10) -> dict[str, Any]:
     """Tasks, partitions with their lag, standbys, the latest ``history`` batches and the
     latest ``history`` assignment-history events (task moves, warm-ups, standbys, executors
     joining and leaving; ``engine.assignment_history``)."""
-    app_dir = AppDirectory(app_dir_for(config))
+    app_dir = AppDirectory(_existing_app_dir(config))
     recent = app_dir.recent_commits(max(1, history))
     moves = app_dir.read_history(history) if history else []
     if not recent:
@@ -48,9 +49,29 @@ def read_status(config: StreamsConfig, history: int = 10) -> dict[str, Any]:
         "tasks": tasks,
         "partitions": partitions,
         "standbys": progress.get("standbys", {}),
+        "standby_note": progress.get("standby_note"),
         "batches": [c.progress for c in recent][-history:] if history else [],
         "history": moves,
     }
+
+
+def _existing_app_dir(config: StreamsConfig) -> Path:
+    """The application's directory; ConfigError naming what was looked for (and the
+    applications that are there) if it never ran with this log (and state directory)."""
+    root = app_dir_for(config)
+    if root.is_dir():
+        return root
+    where = f"the log {config.log}"
+    if is_kafka_url(config.log):
+        where += f" and the state directory {config.state_dir}"
+    known = (
+        sorted(p.name for p in root.parent.iterdir() if p.is_dir()) if root.parent.is_dir() else []
+    )
+    found = f"applications found there: {', '.join(known)}" if known else "no application ran there"
+    raise ConfigError(
+        f"application {config.application_id!r} has never run with {where} ({root} does not "
+        f"exist); {found}"
+    )
 
 
 def _partitions(config: StreamsConfig, tasks: dict[str, Any]) -> list[dict[str, Any]]:

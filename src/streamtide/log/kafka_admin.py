@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from streamtide.log.errors import LogError, LogUnavailableError
-from streamtide.log.kafka_client import error_name, translate
+from streamtide.log.kafka_client import error_name, translate, unreachable
 
 
 class KafkaAdmin:
@@ -24,6 +24,15 @@ class KafkaAdmin:
         self.client = client
         self.url = url
         self.timeout_s = timeout_s
+
+    def reach(self, bootstrap: str, timeout_s: float) -> dict[str, int]:
+        """Partition counts of all topics, asked within ``timeout_s``; LogUnavailableError
+        naming the bootstrap servers and what to check if the cluster does not answer."""
+        try:
+            metadata = self.client.list_topics(timeout=timeout_s)
+        except Exception as e:
+            raise unreachable(bootstrap, timeout_s, e) from None
+        return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
 
     def partition_counts(self) -> dict[str, int]:
         """Partition counts of all topics (internal ones included)."""

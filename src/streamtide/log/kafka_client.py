@@ -1,10 +1,11 @@
 """Client settings and error translation for the Kafka log (on confluent-kafka).
 
 Options given to ``open_log("kafka://...", **options)`` (``StreamsConfig.log_options``) go to
-confluent-kafka unchanged, with two exceptions:
+confluent-kafka unchanged, with three exceptions:
 
 - keys starting with ``topic.`` are, as in Kafka Streams, configs of the topics this log
   creates (``topic.retention.ms=-1`` creates every topic with ``retention.ms=-1``);
+- keys starting with ``streamtide.`` are the log's own settings (``CONNECT_TIMEOUT``);
 - the settings the log's correctness rests on (``REQUIRED_*``) are added; a user value that
   contradicts one is refused with a clear error instead of being silently replaced.
 """
@@ -26,9 +27,18 @@ from streamtide.log.errors import (
 from streamtide.redaction import redact_text
 
 LOGGER = logging.getLogger("streamtide.log.kafka")
+#: Names a file of Kafka client settings (``key=value`` lines, ``#`` comments, as in Kafka's
+#: ``client.properties``) that the command line uses with ``kafka://`` logs.
+LOG_CONFIG_ENV = "STREAMTIDE_LOG_CONFIG"
 
 #: Prefix of options that configure created topics rather than the client.
 TOPIC_PREFIX = "topic."
+#: Prefix of the log's own settings, which no client sees.
+OWN_PREFIX = "streamtide."
+#: How long the log waits for the cluster to answer at all before it reports it unreachable
+#: (ms): Kafka clients otherwise retry a dead address until each call's own timeout.
+CONNECT_TIMEOUT = "streamtide.connect.timeout.ms"
+DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 
 #: Every reader sees committed records only and never commits offsets or creates topics.
 REQUIRED_CONSUMER = {
@@ -75,11 +85,44 @@ def split_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str,
             raise LogError(f"log option names must be strings, got {key!r}")
         if key.startswith(TOPIC_PREFIX):
             topics[key[len(TOPIC_PREFIX) :]] = str(value)
+        elif key.startswith(OWN_PREFIX):
+            if key != CONNECT_TIMEOUT:
+                raise LogError(f"unknown log option {key!r}; Streamtide's own: {CONNECT_TIMEOUT}")
         else:
             client[key] = value
     if "bootstrap.servers" in client:
         raise LogError("bootstrap.servers comes from the log URL (kafka://host:port), not options")
     return client, topics
+
+
+def connect_timeout_s(options: Mapping[str, Any]) -> float:
+    """``CONNECT_TIMEOUT`` of ``options`` in seconds (``DEFAULT_CONNECT_TIMEOUT_MS`` if unset);
+    LogError unless it is a positive number of milliseconds."""
+    value = options.get(CONNECT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT_MS)
+    try:
+        ms = float(value)
+    except (TypeError, ValueError):
+        ms = -1.0
+    if isinstance(value, bool) or not ms > 0:
+        raise LogError(
+            f"log option {CONNECT_TIMEOUT} must be a positive number of ms, got {value!r}"
+        )
+    return ms / 1000
+
+
+def unreachable(bootstrap: str, timeout_s: float, exc: BaseException) -> LogError:
+    """The error for a cluster that gave no answer within ``timeout_s``, naming the bootstrap
+    servers and what to check; another error as ``translate`` classifies it."""
+    if error_name(exc) not in _UNAVAILABLE:
+        return translate(exc, f"connecting to Kafka at {bootstrap}")
+    err = exc.args[0] if exc.args else exc
+    reason = err.str() if callable(getattr(err, "str", None)) else str(err)
+    return LogUnavailableError(
+        f"cannot reach Kafka at {bootstrap} within {timeout_s:g} s ({reason}): check that the "
+        "brokers run and that this machine reaches them at those addresses (host names, ports, "
+        "firewalls, the brokers' advertised.listeners), and the security settings in "
+        f"log_options or the {LOG_CONFIG_ENV} file; the log option {CONNECT_TIMEOUT} sets the wait"
+    )
 
 
 def client_config(

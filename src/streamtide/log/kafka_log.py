@@ -41,6 +41,7 @@ from streamtide.log.kafka_client import (
     REQUIRED_CONSUMER,
     REQUIRED_PRODUCER,
     client_config,
+    connect_timeout_s,
     log_client_error,
     new_client,
     split_options,
@@ -60,8 +61,9 @@ class KafkaLog(Log):
     """Topics of the Kafka cluster at ``bootstrap`` (``host:port[,host:port]``).
 
     ``options`` are confluent-kafka settings (security, SASL, TLS, timeouts) given to every
-    client unchanged; ``topic.``-prefixed keys are configs of the topics this handle creates
-    (see ``kafka_client``). ``timeout_s`` bounds each call that waits for the cluster.
+    client unchanged; ``topic.``-prefixed keys are configs of the topics this handle creates,
+    ``streamtide.connect.timeout.ms`` how long the first call waits for the cluster to answer
+    at all (see ``kafka_client``). ``timeout_s`` bounds each call that waits for the cluster.
     Thread-safe; clients are created on first use.
     """
 
@@ -74,6 +76,7 @@ class KafkaLog(Log):
         self._options = dict(options or {})
         self._client_options, self._topic_defaults = split_options(self._options)
         self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s(self._options)
         # Check option conflicts now, not at the first read or write.
         client_config(bootstrap, self._client_options, REQUIRED_CONSUMER)
         client_config(bootstrap, self._client_options, REQUIRED_PRODUCER)
@@ -390,7 +393,11 @@ class KafkaLog(Log):
 
                 config = client_config(self._bootstrap, self._client_options)
                 client = new_client(AdminClient, config, f"connecting to {self.url}")
-                self._admin_client = KafkaAdmin(client, self.url, self.timeout_s)
+                admin = KafkaAdmin(client, self.url, self.timeout_s)
+                # every first call asks for metadata through here: an unreachable cluster
+                # fails now, within the connect timeout, not after each call's own timeout
+                self._counts = admin.reach(self._bootstrap, self.connect_timeout_s)
+                self._admin_client = admin
             return self._admin_client
 
     def _producer(self) -> Any:
