@@ -27,6 +27,7 @@ from streamtide.engine.interop import (
     spark_context,
 )
 from streamtide.engine.kafka_committer import KafkaBatchCommitter
+from streamtide.engine.launcher import SparkLauncher, WorkUnitLauncher
 from streamtide.engine.metrics import AppMetrics, MetricsServer
 from streamtide.engine.placement import (
     Assignor,
@@ -90,6 +91,7 @@ class StreamsApp:
         master: str = "local[2]",
         assignor: Assignor = assign,
         stores_factory: Any = "durable",
+        launcher: WorkUnitLauncher | None = None,
     ) -> None:
         self.topology = topology
         self.config = config or StreamsConfig()
@@ -102,6 +104,10 @@ class StreamsApp:
 
             stores_factory = make_task_stores
         self.stores_factory = stores_factory
+        #: Where work units run (``engine.launcher``): Spark's executors unless given; another
+        #: launcher runs continuous execution only.
+        self._launcher = launcher
+        self.sc: Any = None
         self.log = open_log(self.config.log, **self.config.log_options)
         self.app_dir = AppDirectory(app_dir_for(self.config), self.config.application_id)
         #: On Kafka each task commits in its own transaction (engine.kafka_committer).
@@ -139,6 +145,7 @@ class StreamsApp:
         #: Continuous execution: the long-running work units, which slot holds which tasks,
         #: and which slot last ran each task (to tell it the outcome).
         self._workers: ContinuousWorkers | None = None
+        self._pinned_wait_s = 0.0  # micro-batch: time spent in the work units' Spark jobs
         self._layout: dict[SlotKey, set[str]] = {}
         self._ran_in: dict[str, SlotKey] = {}
         #: the executor each task last committed on (where micro-batch queries read it)
@@ -174,7 +181,11 @@ class StreamsApp:
     def _ensure_started(self) -> None:
         if self._started:
             return
-        self.sc = spark_context(self.spark)
+        if self._launcher is None:
+            self.sc = spark_context(self.spark)
+            self._launcher = SparkLauncher(self.sc)
+        elif self.sc is None and self.config.execution != "continuous":
+            raise ConfigError("a work-unit launcher other than Spark runs continuous execution")
         self.stages = make_plan(self.topology, self.config, self.log)
         from pyspark import cloudpickle
 
@@ -204,7 +215,7 @@ class StreamsApp:
             self._task_states = self.committer.committed_states(self._task_sources())
         if self.config.execution == "continuous" and self._workers is None:
             self._workers = ContinuousWorkers(
-                self.sc,
+                self._launcher,
                 self._blob,
                 self.config.application_id,
                 str(self.app_dir.root),
@@ -377,6 +388,7 @@ class StreamsApp:
     def _run_batch(self) -> BatchProgress:
         batch = self._next_batch
         started = time.perf_counter()
+        waited = self._work_unit_wait_s()
         progress = BatchProgress(batch)
         if isinstance(self.committer, KafkaBatchCommitter):
             self.committer.check_fence(batch)  # a newer driver took over: stop before work
@@ -413,6 +425,7 @@ class StreamsApp:
             for c in assignment.standby
         }
         progress.duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        progress.work_unit_wait_ms = round((self._work_unit_wait_s() - waited) * 1000, 3)
         self._batch_size.observe(progress.duration_ms, self._batch_full)
         self._batch_full = False
         self._write_assignment_records(batch, executors, assignment)
@@ -435,11 +448,13 @@ class StreamsApp:
             self._purge_repartition_topics()
         progress.commit_ms += round((time.perf_counter() - commit_started) * 1000, 3)
         self._record_history(progress, executors, assignment)
+        elapsed = time.perf_counter() - started
         self._metrics.record_batch(
-            (time.perf_counter() - started),
+            elapsed,
             progress.commit_ms / 1000,
             partition_lags,
             progress.owners,
+            driver_s=elapsed - (self._work_unit_wait_s() - waited),
         )
         self._next_batch = batch + 1
         self.history.append(progress)
@@ -448,12 +463,17 @@ class StreamsApp:
             self.app_dir.prune()
         return progress
 
+    def _work_unit_wait_s(self) -> float:
+        """Seconds this driver has waited for work units so far (to start and to reply)."""
+        return self._pinned_wait_s + (self._workers.waited_s if self._workers is not None else 0)
+
     def _stateful_tasks(self) -> set[str]:
         return {t for stage in self.stages if stage.changelog_topics for t in stage.task_ids}
 
     def _live_executors(self) -> list[ExecutorInfo]:
         """The executors to assign tasks to: the live ones not being removed by ``scale``."""
-        return [e for e in list_executors(self.sc) if e.id not in self._draining]
+        assert self._launcher is not None
+        return [e for e in self._launcher.executors() if e.id not in self._draining]
 
     def _assign(self, executors: list[ExecutorInfo]) -> Assignment:
         live = {e.id for e in executors}
@@ -832,11 +852,12 @@ class StreamsApp:
                 if self._workers is not None:
                     reports = self._run_continuous(units, executors, assignment)
                 else:
-                    outputs = run_pinned_watched(
-                        self.sc,
-                        [(json.dumps(spec), ex) for _, spec, ex, _ in units],
-                        make_work(self._blob),
-                    )
+                    payloads = [(json.dumps(spec), ex) for _, spec, ex, _ in units]
+                    began = time.monotonic()
+                    try:
+                        outputs = run_pinned_watched(self.sc, payloads, make_work(self._blob))
+                    finally:
+                        self._pinned_wait_s += time.monotonic() - began
                     reports = [json.loads(out) for out in outputs]
             except (WorkerLostError, PinnedExecutorLostError) as exc:  # an executor left: re-plan
                 last_error, cause = exc, None
@@ -873,7 +894,8 @@ class StreamsApp:
         An executor still listed after ``EXECUTOR_LOSS_WAIT_S`` lost only a worker."""
         deadline = time.monotonic() + EXECUTOR_LOSS_WAIT_S
         while executors and time.monotonic() < deadline:
-            if not executors & {e.id for e in list_executors(self.sc)}:
+            assert self._launcher is not None
+            if not executors & {e.id for e in self._launcher.executors()}:
                 return
             time.sleep(0.05)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import select
 import socket
 import threading
 import time
@@ -28,8 +29,8 @@ from streamtide.engine.channel import (
     recv_message,
     send_message,
 )
-from streamtide.engine.interop import ExecutorInfo, list_executors, run_pinned
-from streamtide.engine.worker import make_serve
+from streamtide.engine.interop import ExecutorInfo
+from streamtide.engine.launcher import WorkUnitLauncher
 from streamtide.errors import StreamtideError
 
 log = logging.getLogger("streamtide.engine")
@@ -78,7 +79,7 @@ class ContinuousWorkers:
 
     def __init__(
         self,
-        sc: Any,
+        launcher: WorkUnitLauncher,
         blob: bytes,
         application_id: str,
         app_dir: str,
@@ -87,7 +88,7 @@ class ContinuousWorkers:
         connect_timeout: float = 120.0,
         max_age: float = 3600.0,
     ) -> None:
-        self._sc = sc
+        self._launcher = launcher
         self._blob = blob
         self._application_id = application_id
         self._app_dir = app_dir
@@ -95,7 +96,7 @@ class ContinuousWorkers:
         self._connect_timeout = connect_timeout
         self._max_age = max_age
         self._secret = new_secret()
-        self._host = str(sc.getConf().get("spark.driver.host", "127.0.0.1"))
+        self._host = launcher.driver_host()
         self._server = socket.create_server(("", 0))
         self._port = self._server.getsockname()[1]
         self._slots: dict[SlotKey, _Slot] = {}
@@ -103,6 +104,9 @@ class ContinuousWorkers:
         self._changed = threading.Condition()
         self._closed = False
         self.launched = 0  # Spark jobs started (each one long-running work unit)
+        #: Seconds spent waiting for work units: to connect, and for the replies to requests
+        #: (the rest of a batch's wall time is the driver's own).
+        self.waited_s = 0.0
         self._acceptor = threading.Thread(
             target=self._accept_loop, name="streamtide-control", daemon=True
         )
@@ -153,9 +157,13 @@ class ContinuousWorkers:
         wait for all of them."""
         with self._changed:
             launched = [self._current(key, executor) for key, executor in slots.items()]
-            deadline = time.monotonic() + self._connect_timeout
-            for slot in launched:
-                self._wait_connected(slot, deadline)
+            began = time.monotonic()
+            deadline = began + self._connect_timeout
+            try:
+                for slot in launched:
+                    self._wait_connected(slot, deadline)
+            finally:
+                self.waited_s += time.monotonic() - began
 
     def _current(self, key: SlotKey, executor: ExecutorInfo) -> _Slot:
         """``key``'s work unit, launched anew if it has none or it is too old."""
@@ -186,7 +194,7 @@ class ContinuousWorkers:
                     lost,
                 )
             self._changed.wait(min(left, 0.5))
-            if not slot.connected and not _listed(self._sc, key.executor):
+            if not slot.connected and not self._listed(key.executor):
                 # pinned to an executor that died meanwhile: Spark would run it elsewhere
                 # only once a core is free there, which may take long; re-plan now
                 raise WorkerLostError(f"work unit {key}: executor {key.executor} is gone", lost)
@@ -219,11 +227,9 @@ class ContinuousWorkers:
         return slot
 
     def _run_job(self, slot: _Slot, payload: str) -> None:
-        group = f"streamtide-{self._application_id}-{slot.key}-{slot.generation}"
         try:
-            self._sc.setJobGroup(group, f"Streamtide work unit {slot.key}", True)
-            outputs = run_pinned(self._sc, [(payload, slot.executor)], make_serve(self._blob))
-            ended = json.loads(outputs[0]).get("ended", "ended") if outputs else "ended"
+            output = self._launcher.serve(payload, slot.executor, self._blob, self._group(slot))
+            ended = json.loads(output).get("ended", "ended")
         except Exception as exc:  # the executor died or the job was cancelled
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
             ended = f"its Spark job failed: {first}"
@@ -258,6 +264,7 @@ class ContinuousWorkers:
         for key in sent:
             slot = self._slots[key]
             try:
+                self._await_reply(slot.sock)  # type: ignore[arg-type]
                 replies[key] = recv_message(slot.sock)  # type: ignore[arg-type]
             except ChannelClosedError as exc:
                 lost[key] = str(exc)
@@ -268,6 +275,15 @@ class ContinuousWorkers:
                 frozenset(k.executor for k in lost),
             )
         return replies
+
+    def _await_reply(self, sock: socket.socket) -> None:
+        """Block until ``sock`` has data (or closed), counting the time in ``waited_s``."""
+        began = time.monotonic()
+        try:
+            select.select([sock], [], [])
+        except (OSError, ValueError):
+            pass  # closed meanwhile: the read that follows reports it
+        self.waited_s += time.monotonic() - began
 
     def notify(self, key: SlotKey, message: dict[str, Any]) -> None:
         """Send a message that has no reply (a lost slot is noticed at its next request)."""
@@ -298,6 +314,14 @@ class ContinuousWorkers:
                 slot.sock.close()
             slot.ended = slot.ended or "its control connection broke"
             self._changed.notify_all()
+
+    def _group(self, slot: _Slot) -> str:
+        return f"streamtide-{self._application_id}-{slot.key}-{slot.generation}"
+
+    def _listed(self, executor_id: str) -> bool:
+        return executor_id == "driver" or any(
+            e.id == executor_id for e in self._launcher.executors()
+        )
 
     # ---- stopping ------------------------------------------------------------------------
 
@@ -340,15 +364,10 @@ class ContinuousWorkers:
             if slot.thread is not None:
                 slot.thread.join(max(0.0, deadline - time.monotonic()))
             if slot.thread is not None and slot.thread.is_alive():
-                group = f"streamtide-{self._application_id}-{slot.key}-{slot.generation}"
-                self._sc.cancelJobGroup(group)
+                self._launcher.cancel(self._group(slot))
         for slot in list(self._slots.values()):
             if slot.sock is not None:
                 slot.sock.close()
-
-
-def _listed(sc: Any, executor_id: str) -> bool:
-    return executor_id == "driver" or any(e.id == executor_id for e in list_executors(sc))
 
 
 def _alive(slot: _Slot) -> bool:

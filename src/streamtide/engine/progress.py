@@ -11,7 +11,9 @@ class BatchProgress:
     """What one batch did: records in and out, time, lag and restores per task.
 
     ``committed_at`` is the epoch ms of its commit; ``partition_lag`` maps
-    ``"topic:partition"`` to end offset minus committed offset after the batch.
+    ``"topic:partition"`` to end offset minus committed offset after the batch;
+    ``work_unit_wait_ms`` is the part of ``duration_ms`` the driver waited for work units
+    (to start and to reply): the rest is the driver's own work.
     """
 
     batch: int
@@ -30,6 +32,7 @@ class BatchProgress:
     commit_ms: float = 0.0
     committed_at: int = 0
     partition_lag: dict[str, int] = field(default_factory=dict)
+    work_unit_wait_ms: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
