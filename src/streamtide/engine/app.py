@@ -146,6 +146,7 @@ class StreamsApp:
         #: and which slot last ran each task (to tell it the outcome).
         self._workers: ContinuousWorkers | None = None
         self._pinned_wait_s = 0.0  # micro-batch: time spent in the work units' Spark jobs
+        self._retried: set[int] = set()  # stages of this batch that ran more than once
         self._layout: dict[SlotKey, set[str]] = {}
         self._ran_in: dict[str, SlotKey] = {}
         #: the executor each task last committed on (where micro-batch queries read it)
@@ -156,6 +157,7 @@ class StreamsApp:
         #: (no longer assigned anything) and those removed so far.
         self._placement = Placement()
         self._assign_lags: dict[tuple[str, str], int] = {}
+        self._changelog_ends: dict[tuple[str, int], int] = {}  # this batch's
         self._draining: set[str] = set()
         self._removed: set[str] = set()
 
@@ -323,7 +325,7 @@ class StreamsApp:
 
     def input_waiting(self) -> bool:
         """Whether any source partition has records past its committed offset."""
-        return any(self._lag(stage, task) for stage in self.stages for task in stage.task_ids)
+        return any(n for rows in self._source_lags().values() for _, n in rows)
 
     def run_until_caught_up(
         self, timeout: float | None = None, max_batches: int = 10_000
@@ -389,6 +391,7 @@ class StreamsApp:
         batch = self._next_batch
         started = time.perf_counter()
         waited = self._work_unit_wait_s()
+        self._retried = set()
         progress = BatchProgress(batch)
         if isinstance(self.committer, KafkaBatchCommitter):
             self.committer.check_fence(batch)  # a newer driver took over: stop before work
@@ -414,7 +417,7 @@ class StreamsApp:
         # a retried stage may have re-assigned (an executor died during the batch)
         executors, assignment = self._executors, self._assignment
         assert assignment is not None
-        lags = {t: self._lags(s, t) for s in self.stages for t in s.task_ids}
+        lags = self._source_lags()
         progress.lag = {t: sum(n for _, n in rows) for t, rows in lags.items()}
         partition_lags = {key: n for rows in lags.values() for key, n in rows}
         progress.partition_lag = {f"{t}:{p}": n for (t, p), n in partition_lags.items()}
@@ -482,6 +485,7 @@ class StreamsApp:
                 del self._reports[client]
         stateful = self._stateful_tasks()
         subs = subscriptions(executors, self._reports, stateful)
+        self._fetch_changelog_ends()
         ends: dict[str, int] = {}
 
         def end_sum(task: str) -> int:
@@ -558,15 +562,28 @@ class StreamsApp:
     def _changelog_end_sum(self, task: str) -> int:
         return sum(self._changelog_end(task).values())
 
+    def _fetch_changelog_ends(self) -> None:
+        """Ask the log for the committed end of every changelog partition at once (one
+        request on Kafka), for this batch's assignment (``_changelog_end``)."""
+        self._changelog_ends = self.log.end_offsets(
+            (topic, partition)
+            for stage in self.stages
+            for store, topic in stage.changelog_topics.items()
+            if self.topology.source_changelog_topic(store) is None
+            for partition in range(stage.partitions)
+        )
+
     def _changelog_end(self, task: str) -> dict[str, int]:
-        """Committed changelog end per store; a source table's is the committed input
-        offset (its changelog is the source topic, read no further than processed)."""
+        """Committed changelog end per store (as of ``_fetch_changelog_ends``); a source
+        table's is the committed input offset (its changelog is the source topic, read no
+        further than processed)."""
         sub, partition = (int(x) for x in task.split("_"))
         stage = self.stages[sub]
         ends = {}
         for store, topic in stage.changelog_topics.items():
             if self.topology.source_changelog_topic(store) is None:
-                ends[store] = self.log.end_offset(topic, partition)
+                known = self._changelog_ends.get((topic, partition))
+                ends[store] = self.log.end_offset(topic, partition) if known is None else known
             else:
                 ends[store] = self._committed_offsets(task).get(offset_key(topic, partition), 0)
         return ends
@@ -575,21 +592,35 @@ class StreamsApp:
         state = self._task_states.get(task)
         return dict(state.offsets) if state is not None else {}
 
-    def _lag(self, stage: Stage, task: str) -> int:
-        return sum(lag for _, lag in self._lags(stage, task))
-
-    def _lags(self, stage: Stage, task: str) -> list[tuple[tuple[str, int], int]]:
-        """End offset minus committed offset of each of the task's source partitions."""
-        partition = int(task.split("_")[1])
-        state = self._task_states.get(task)
-        lags = []
-        for topic in stage.source_topics:
-            if partition >= self.log.partitions(topic):
-                continue
-            committed = state.offsets.get(offset_key(topic, partition)) if state else None
-            start = self.log.begin_offset(topic, partition) if committed is None else committed
-            lags.append(((topic, partition), max(0, self.log.end_offset(topic, partition) - start)))
-        return lags
+    def _source_lags(self) -> dict[str, list[tuple[tuple[str, int], int]]]:
+        """End offset minus committed offset of each task's source partitions (the log asked
+        for all partitions at once)."""
+        committed: dict[str, list[tuple[tuple[str, int], int | None]]] = {}
+        for stage in self.stages:
+            counts = {topic: self.log.partitions(topic) for topic in stage.source_topics}
+            for task in stage.task_ids:
+                partition = int(task.split("_")[1])
+                state = self._task_states.get(task)
+                committed[task] = [
+                    (
+                        (topic, partition),
+                        state.offsets.get(offset_key(topic, partition)) if state else None,
+                    )
+                    for topic in stage.source_topics
+                    if partition < counts[topic]
+                ]
+        keys = [key for rows in committed.values() for key, _ in rows]
+        ends = self.log.end_offsets(keys)
+        begins = self.log.begin_offsets(
+            k for rows in committed.values() for k, o in rows if o is None
+        )
+        return {
+            task: [
+                (key, max(0, ends[key] - (begins[key] if offset is None else offset)))
+                for key, offset in rows
+            ]
+            for task, rows in committed.items()
+        }
 
     def _task_sources(self, stage: Stage | None = None) -> dict[str, list[tuple[str, int]]]:
         """Each task's source partitions (of one stage, or of all)."""
@@ -618,10 +649,6 @@ class StreamsApp:
         app = self.config.application_id
         return {self.topology.resolve_topic(t, app) for t in self.topology.internal_topics}
 
-    def _settled_end(self, topic: str, partition: int) -> int:
-        assert isinstance(self.committer, KafkaBatchCommitter)
-        return self.committer.settled_end(topic, partition)
-
     def _internal_sinks(self, stage: Stage) -> list[str]:
         """Repartition topics this stage writes (their segments get interleaved)."""
         sub = self.topology.subtopology(stage.subtopology)
@@ -645,37 +672,44 @@ class StreamsApp:
         cap = self._batch_size.cap
         topic_ids = {t: i for t in stage.source_topics if (i := self.log.topic_id(t)) is not None}
         whole = self._repartition_topics if self.kafka else set()
+        counts = {topic: self.log.partitions(topic) for topic in stage.source_topics}
+        keys = [
+            (topic, int(task.split("_")[1]))
+            for task in stage.task_ids
+            for topic in stage.source_topics
+            if int(task.split("_")[1]) < counts[topic]
+        ]
+        # every partition's offsets at once (one request each on Kafka)
+        begins = self.log.begin_offsets(keys)
+        available = self.log.end_offsets(k for k in keys if k[0] not in whole)
+        if whole:
+            assert isinstance(self.committer, KafkaBatchCommitter)
+            available.update(self.committer.settled_ends(k for k in keys if k[0] in whole))
         windows = {}
-        for task in stage.task_ids:
-            partition = int(task.split("_")[1])
-            state = self._task_states.get(task)
-            for topic in stage.source_topics:
-                if partition >= self.log.partitions(topic):
-                    continue
-                available = (
-                    self._settled_end(topic, partition)
-                    if topic in whole
-                    else self.log.end_offset(topic, partition)
-                )
-                start = input_start(
-                    SourcePosition(
-                        topic,
-                        partition,
-                        state.offsets.get(offset_key(topic, partition)) if state else None,
-                        self.log.begin_offset(topic, partition),
-                        available,
-                        self._topic_ids.get(topic),
-                        topic_ids.get(topic),
-                    ),
-                    self.config.auto_offset_reset,
-                )
-                if topic in whole:
-                    windows[(topic, partition)] = (start, max(start, available))
-                    continue
-                end = min(available, start + cap)
-                self._batch_full = self._batch_full or available > end
+        for topic, partition in keys:
+            state = self._task_states.get(f"{stage.subtopology}_{partition}")
+            end = available[(topic, partition)]
+            start = input_start(
+                SourcePosition(
+                    topic,
+                    partition,
+                    state.offsets.get(offset_key(topic, partition)) if state else None,
+                    begins[(topic, partition)],
+                    end,
+                    self._topic_ids.get(topic),
+                    topic_ids.get(topic),
+                ),
+                self.config.auto_offset_reset,
+            )
+            if topic in whole:
                 windows[(topic, partition)] = (start, max(start, end))
-        ends = aligned_ends(self.log, {k: w for k, w in windows.items() if k[0] not in whole})
+                continue
+            capped = min(end, start + cap)
+            self._batch_full = self._batch_full or end > capped
+            windows[(topic, partition)] = (start, max(start, capped))
+        ends = aligned_ends(
+            self.log, {k: w for k, w in windows.items() if k[0] not in whole}, available
+        )
         ends.update({k: end for k, (_, end) in windows.items() if k[0] in whole})
         ranges: Ranges = {task: {} for task in stage.task_ids}
         for (topic, partition), (start, _) in windows.items():
@@ -748,7 +782,13 @@ class StreamsApp:
 
         began = time.perf_counter()
         result = self.committer.run_stage(
-            batch, stage.subtopology, fix, execute, self._internal_sinks(stage)
+            batch,
+            stage.subtopology,
+            fix,
+            execute,
+            self._internal_sinks(stage),
+            # continuous execution sees every attempt; Spark may retry a pinned task unseen
+            others_ran=lambda: self._workers is None or stage.subtopology in self._retried,
         )
         progress.commit_ms += round((time.perf_counter() - began) * 1000 - execute_ms, 3)
         if ran is None:
@@ -817,6 +857,7 @@ class StreamsApp:
         previous: dict[str, Any] | None = None  # the last failure report
         for attempt in range(MAX_STAGE_ATTEMPTS):
             if attempt:
+                self._retried.update(plans)
                 executors = self._live_executors()
                 assignment = self._assign(executors)
                 self._executors, self._assignment = executors, assignment  # what the batch used

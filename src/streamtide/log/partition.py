@@ -87,11 +87,14 @@ class Partition:
         self._maybe_checkpoint()
         return st
 
-    def seal(self, name: str, count: int, writer_id: str, seal_id: str) -> int:
+    def seal(
+        self, name: str, count: int, writer_id: str, seal_id: str, crc: int | None = None
+    ) -> int:
         """Create the seal entry for a written segment (retrying after lost races); returns its
-        base offset, or the first one if ``seal_id`` was sealed before."""
+        base offset, or the first one if ``seal_id`` was sealed before. ``crc``: the file's
+        crc32, if the caller read it already (``inspect``)."""
         st = self.refresh()
-        crc = self._checksum(name)
+        crc = self._checksum(name) if crc is None else crc
         while True:
             existing = st.by_seal_id.get(seal_id)
             if existing is not None:
@@ -256,6 +259,20 @@ class Partition:
         name = new_segment_name(writer_id)
         self.storage.write_table(f"{self._segments}/{name}", with_metadata(table, writer_id))
         return name
+
+    def inspect(self, name: str) -> tuple[int, int]:
+        """A segment file's record count (from its footer, which checks the file is whole)
+        and its crc32, from one read of the file."""
+        rel = f"{self._segments}/{name}"
+        try:
+            buffer = self.storage.read_buffer(rel)
+            return count_from_schema(self.storage.schema_of(buffer), rel), zlib.crc32(buffer)
+        except FileNotFoundError:
+            raise SegmentError(
+                f"segment {rel} does not exist (never written, aborted or truncated)"
+            ) from None
+        except (OSError, pa.ArrowInvalid) as e:
+            raise SegmentError(f"segment {rel} is unreadable: {e}") from e
 
     def segment_count(self, name: str) -> int:
         """The record count in a segment file's footer (checks the file is whole)."""
