@@ -229,32 +229,41 @@ def _time_collections(phase: str, info: dict[str, int]) -> None:
 
 
 def _patch_kafka() -> None:
-    """Count the Kafka client calls that wait for the broker (one call may be a few
-    requests sent at once, e.g. both watermarks of a partition)."""
-    from streamtide.log import kafka_admin, kafka_group, kafka_log, kafka_read, kafka_transaction
+    """Count the Kafka client calls that wait for the broker: every admin client call, and
+    the consumer and producer calls the log makes (one call may send a few requests at
+    once, e.g. both watermarks of a partition, or one per broker)."""
+    from confluent_kafka.admin import AdminClient
 
+    from streamtide.log import kafka_group, kafka_log, kafka_read, kafka_transaction
+
+    for name in ("list_topics", "create_topics", "describe_configs", "delete_records"):
+        _count_calls(AdminClient, name, "broker_calls")
+    if hasattr(AdminClient, "list_offsets"):
+        _count_calls(AdminClient, "list_offsets", "broker_calls")
     for owner, name in (
         (kafka_log.KafkaLog, "_watermarks"),
-        (kafka_admin.KafkaAdmin, "partition_counts"),
-        (kafka_admin.KafkaAdmin, "create"),
-        (kafka_admin.KafkaAdmin, "configs"),
-        (kafka_admin.KafkaAdmin, "delete_records"),
-        (kafka_admin.KafkaAdmin, "high_watermark"),
         (kafka_group.GroupOffsets, "committed"),
         (kafka_group.GroupOffsets, "commit"),
         (kafka_read.PartitionReader, "fetch"),
         (kafka_transaction.KafkaTransaction, "call"),
     ):
         _count_calls(owner, name, "broker_calls")
+    if hasattr(kafka_log.KafkaLog, "_list_offsets"):  # its consumer requests (not "high")
+        _count_calls(
+            kafka_log.KafkaLog, "_list_offsets", "broker_calls", lambda a, k: a[2] != "high"
+        )
 
 
-def _count_calls(owner: Any, name: str, counter: str) -> None:
+def _count_calls(
+    owner: Any, name: str, counter: str, when: Callable[[tuple, dict], bool] | None = None
+) -> None:
     original = getattr(owner, name)
 
     @functools.wraps(original)
     def counted(*args: Any, **kwargs: Any) -> Any:
         result = original(*args, **kwargs)
-        _count(counter)
+        if when is None or when(args, kwargs):
+            _count(counter)
         return result
 
     setattr(owner, name, counted)

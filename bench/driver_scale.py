@@ -37,7 +37,7 @@ from typing import Any
 from bench.driver_meter import DriverMeter
 from bench.scale_assign import assignment_step_ms
 from bench.scale_chart import draw_chart
-from bench.scale_report import HEADER, line, summarize
+from bench.scale_report import HEADER, growth, line, summarize
 from bench.simulated_executors import SimulatedExecutors, simulator_settings
 
 PARTITIONS = (4, 64, 256, 1024, 4096)
@@ -309,6 +309,8 @@ def main(argv: list[str] | None = None) -> int:
         f"assignor, 200 clients, 4,000 stateful tasks, 1 standby: assign {assign_ms['assign_ms']}"
         f" ms, the driver's whole assignment step {assign_ms['step_ms']} ms"
     )
+    for text in growth(rows, TARGET["work_units"]):
+        print(text)
     for kind, why in stopped.items():
         if why is not None:
             print(f"{kind}: stopped at {why}")

@@ -58,3 +58,21 @@ def line(row: dict[str, Any]) -> str:
         f"{row['bytes_received'] / 1024:>8.1f}{row['fsyncs']:>8.0f}{row['files_written']:>7.0f}"
         f"{row['broker_calls']:>7.0f}{row['rss_mb']:>8.1f}  {phases}"
     )
+
+
+def growth(rows: list[dict[str, Any]], work_units: int) -> list[str]:
+    """Per log and sub-topology count, at ``work_units``: the driver's own time per task and
+    batch at each partition count (flat or falling: it grows no worse than linearly)."""
+    lines = []
+    keys = sorted({(r["log"], r["subtopologies"]) for r in rows})
+    for kind, subs in keys:
+        points = sorted(
+            (r["partitions"], r["driver_ms"])
+            for r in rows
+            if (r["log"], r["subtopologies"], r["work_units"]) == (kind, subs, work_units)
+        )
+        if not points:
+            continue
+        text = ", ".join(f"{p}: {ms * 1000 / (p * subs):.0f}" for p, ms in points)
+        lines.append(f"{kind}, {subs} sub-topologies, {work_units} work units, us per task: {text}")
+    return lines

@@ -16,6 +16,7 @@ from streamtide.engine.assignment_history import Placement, TaskRestore, changes
 from streamtide.engine.batch_size import BatchSizeController
 from streamtide.engine.committer import BatchCommitter
 from streamtide.engine.continuous import ContinuousWorkers, SlotKey, WorkerLostError
+from streamtide.engine.cyclic_gc import cyclic_gc_paused
 from streamtide.engine.failures import RemoteTraceback, rebuild, signature
 from streamtide.engine.global_offsets import global_ends
 from streamtide.engine.interop import (
@@ -376,7 +377,7 @@ class StreamsApp:
         """Plan, run and commit one batch (after the running one, if the app was started in
         the background: batches of one application never overlap)."""
         self._ensure_started()
-        with self._batch_lock:
+        with self._batch_lock, cyclic_gc_paused():
             self.running = RunningBatch(self._next_batch, time.monotonic(), len(self.stages))
             try:
                 progress = self._run_batch()

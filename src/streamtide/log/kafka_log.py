@@ -50,6 +50,8 @@ from streamtide.log.kafka_write import produce_all
 from streamtide.log.segments import iter_records
 from streamtide.log.segments import to_table as to_segment_table
 
+#: The timestamps with which a ListOffsets request asks for the first and the next offset.
+_EARLIEST, _LATEST = -2, -1
 _TOPIC_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,248}$")
 _MAX_PARTITIONS = 100_000
 _CHUNK = 10_000
@@ -195,10 +197,35 @@ class KafkaLog(Log):
     def _list_offsets(
         self, partitions: Iterable[tuple[str, int]], which: str
     ) -> dict[tuple[str, int], int]:
-        wanted = list(partitions)
+        """One ListOffsets request per broker. Begin and end offsets go through the
+        read_committed consumer (``offsets_for_times`` with Kafka's "earliest" and "latest"
+        timestamps: the end is then the last stable offset), which costs a fraction of the
+        admin client's future per partition; high watermarks through the admin client."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        wanted = list(dict.fromkeys(partitions))
         for topic, partition in wanted:
             self._check_partition(topic, partition)
-        return self._admin().list_offsets(wanted, which)
+        if which == "high" or not wanted:
+            return self._admin().list_offsets(wanted, which)
+        stamp = _EARLIEST if which == "begin" else _LATEST
+        consumer = self._consumer()
+        try:
+            found = consumer.offsets_for_times(
+                [TopicPartition(t, p, stamp) for t, p in wanted], timeout=self.timeout_s
+            )
+        except Exception as e:
+            raise translate(
+                e, f"reading the {which} offsets of {len(wanted)} partition(s)"
+            ) from None
+        offsets = {}
+        for tp in found:
+            if tp.error is not None:
+                raise self._read_error(
+                    KafkaException(tp.error), tp.topic, tp.partition, "reading the offsets of"
+                )
+            offsets[(tp.topic, tp.partition)] = int(tp.offset)
+        return offsets
 
     def high_watermark(self, topic: str, partition: int) -> int:
         """The offset after the last record written, committed or not; ``end_offset`` (the last
