@@ -4,6 +4,7 @@ long-running work units (continuous execution) or as a Spark job each (micro-bat
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections import deque
@@ -419,12 +420,13 @@ class StreamsApp:
         executors, assignment = self._executors, self._assignment
         assert assignment is not None
         lags = self._source_lags()
-        progress.lag = {t: sum(n for _, n in rows) for t, rows in lags.items()}
+        progress.lag = {sys.intern(t): sum(n for _, n in rows) for t, rows in lags.items()}
         partition_lags = {key: n for rows in lags.values() for key, n in rows}
-        progress.partition_lag = {f"{t}:{p}": n for (t, p), n in partition_lags.items()}
+        progress.partition_lag = {sys.intern(f"{t}:{p}"): n for (t, p), n in partition_lags.items()}
         progress.standbys = {
             c: sorted(
-                str(t) for t in assignment.standby.get(c, set()) | assignment.warmup.get(c, set())
+                sys.intern(str(t))
+                for t in assignment.standby.get(c, set()) | assignment.warmup.get(c, set())
             )
             for c in assignment.standby
         }
@@ -809,20 +811,23 @@ class StreamsApp:
     ) -> None:
         """Adopt a sealed stage's outcome: task states, owners, reports, progress, metrics."""
         changelogs = set(stage.changelog_topics.values())
+        # task and executor ids are interned: the progress of the last batches keeps them in
+        # several maps each, which then share one string instead of one per batch and map
         for task, entry in prepare.tasks.items():
+            task, client = sys.intern(task), sys.intern(entry.client)
             self._task_states[task] = TaskCommittedState.from_dict(entry.state)
-            progress.owners[task] = entry.client
-            self._owners[task] = entry.client
+            progress.owners[task] = client
+            self._owners[task] = client
         units = [u.as_dict() for u in prepare.reports]
         record_stage_reports(self._reports, stage.task_ids, units)
         self._metrics.record_stage(offsets.ranges if offsets is not None else {}, units, changelogs)
         for unit in prepare.reports:
+            executor = sys.intern(unit.executor)
             for result in unit.tasks:
-                progress.ran_on[result.task] = unit.executor
-                progress.restored_by_task[result.task] = result.restored_records
-                progress.restore_ms_by_task[result.task] = result.metrics.get(
-                    RESTORE_DURATION_MS, 0
-                )
+                task = sys.intern(result.task)
+                progress.ran_on[task] = executor
+                progress.restored_by_task[task] = result.restored_records
+                progress.restore_ms_by_task[task] = result.metrics.get(RESTORE_DURATION_MS, 0)
                 progress.input_records += result.input_records
                 progress.restored_records += result.restored_records
                 progress.output_records += sum(
