@@ -4,30 +4,17 @@ launcher as separate processes; a whole worker dies and comes back
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.engine.scenario_process import run_scenario
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
 
 
 def test_a_dead_worker_fails_over_to_standbys_exactly_once_and_tasks_move_back(tmp_path):
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    script = Path(__file__).with_name("standalone_scenario.py")
-    run = subprocess.run(
-        [sys.executable, str(script), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=env,
-    )
-    lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
-    assert lines, f"scenario failed:\n{run.stdout[-3000:]}\n{run.stderr[-5000:]}"
-    result = json.loads(lines[-1][len("RESULT ") :])
+    result = run_scenario(Path(__file__).with_name("standalone_scenario.py"), tmp_path, timeout=900)
     # three executors, one per worker, each keeping its state in its own worker's directory
     assert len(result["executors"]) == 3
     assert sorted(result["workers_of_executors"].values()) == [0, 1, 2]

@@ -68,20 +68,7 @@ class KafkaAdmin:
 
     def delete_records(self, topic: str, partition: int, offset: int) -> int:
         """Purge the records below ``offset``; returns the new low watermark."""
-        from confluent_kafka import TopicPartition
-
-        target = TopicPartition(topic, partition, offset)
-        futures = self.client.delete_records([target], request_timeout=self.timeout_s)
-        try:
-            result = next(iter(futures.values())).result(self.timeout_s)
-        except Exception as e:
-            if error_name(e) == "POLICY_VIOLATION":
-                raise LogError(
-                    f"cannot truncate {topic}/{partition}: the broker refuses to delete records "
-                    "of a topic with cleanup.policy=compact"
-                ) from None
-            raise translate(e, f"truncating {topic}/{partition} before {offset}") from None
-        return int(result.low_watermark)
+        return self.delete_records_many({(topic, partition): offset})[(topic, partition)]
 
     def delete_records_many(
         self, offsets: Mapping[tuple[str, int], int]

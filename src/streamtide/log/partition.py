@@ -21,6 +21,8 @@ import json
 import logging
 import time
 import zlib
+from collections.abc import Callable
+from typing import TypeVar
 
 import pyarrow as pa
 
@@ -50,6 +52,7 @@ from streamtide.log.segments import (
 from streamtide.log.storage import TMP_PREFIX, LocalStorage
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SUBDIRS = ("segments", "manifest", "checkpoints")
 _KEEP_CHECKPOINTS = 2
@@ -148,13 +151,7 @@ class Partition:
         return st.last_hash
 
     def _checksum(self, name: str) -> int:
-        rel = f"{self._segments}/{name}"
-        try:
-            return zlib.crc32(self.storage.read_buffer(rel))
-        except FileNotFoundError:
-            raise SegmentError(
-                f"segment {rel} does not exist (never written, aborted or truncated)"
-            ) from None
+        return self._read_segment_file(name, lambda rel: zlib.crc32(self.storage.read_buffer(rel)))
 
     def _write_head(self) -> None:
         st = self.state
@@ -263,22 +260,24 @@ class Partition:
     def inspect(self, name: str) -> tuple[int, int]:
         """A segment file's record count (from its footer, which checks the file is whole)
         and its crc32, from one read of the file."""
-        rel = f"{self._segments}/{name}"
-        try:
+
+        def count_and_crc(rel: str) -> tuple[int, int]:
             buffer = self.storage.read_buffer(rel)
             return count_from_schema(self.storage.schema_of(buffer), rel), zlib.crc32(buffer)
-        except FileNotFoundError:
-            raise SegmentError(
-                f"segment {rel} does not exist (never written, aborted or truncated)"
-            ) from None
-        except (OSError, pa.ArrowInvalid) as e:
-            raise SegmentError(f"segment {rel} is unreadable: {e}") from e
+
+        return self._read_segment_file(name, count_and_crc)
 
     def segment_count(self, name: str) -> int:
         """The record count in a segment file's footer (checks the file is whole)."""
+        return self._read_segment_file(
+            name, lambda rel: count_from_schema(self.storage.read_schema(rel), rel)
+        )
+
+    def _read_segment_file(self, name: str, read: Callable[[str], T]) -> T:
+        """``read(path)`` of a segment file, its failures as ``SegmentError``."""
         rel = f"{self._segments}/{name}"
         try:
-            return count_from_schema(self.storage.read_schema(rel), rel)
+            return read(rel)
         except FileNotFoundError:
             raise SegmentError(
                 f"segment {rel} does not exist (never written, aborted or truncated)"
