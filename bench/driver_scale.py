@@ -130,6 +130,7 @@ def run_application(
                 sim.feed(source, partitions)
                 row["profile"] = profiled(app.run_batch, args.profile)
             row["start_s"] = round(start_s, 2)
+            row["app_s"] = round(time.perf_counter() - started, 2)  # so far, start included
             rows.append(row)
             print(line(row), flush=True)
     finally:
@@ -150,14 +151,14 @@ def profiled(run: Any, top: int) -> list[str]:
     return [ln for ln in out.getvalue().splitlines() if ln.strip()]
 
 
-def batch_plan(partitions: int, args: argparse.Namespace) -> tuple[int, int]:
-    """(settle, measured) batches per work-unit count: fewer at the sizes where one batch
-    takes seconds, so that the sweep fits its time budget."""
+def batch_plan(partitions: int, args: argparse.Namespace) -> tuple[int, int, list[int]]:
+    """(settle, measured) batches per work-unit count and the work-unit counts: fewer where
+    one batch takes seconds, so that the sweep fits its time budget (at 4,096 partitions the
+    target's work units only)."""
     if partitions >= 4096:
-        return 1, 1
-    if partitions >= 1024:
-        return 1, min(2, args.batches)
-    return args.settle, args.batches
+        units = [TARGET["work_units"]] if TARGET["work_units"] in args.work_units else []
+        return 1, 1, units or list(args.work_units)[-1:]
+    return args.settle, args.batches, list(args.work_units)
 
 
 class Budget:
@@ -177,13 +178,13 @@ class Budget:
         per_batch = self.per_task_s.get(kind, 0.0) * tasks
         return self.start_per_task_s.get(kind, 0.0) * tasks + per_batch * batches
 
-    def learn(self, kind: str, tasks: int, rows: list[dict[str, Any]]) -> None:
+    def learn(self, kind: str, tasks: int, batches: int, rows: list[dict[str, Any]]) -> None:
+        """From the largest application so far (smaller ones are dominated by constant
+        costs): its start and its time per task and batch, feeding the input included."""
         if rows:
-            wall = max(r["wall_ms"] for r in rows) / 1000
-            self.per_task_s[kind] = max(self.per_task_s.get(kind, 0.0), wall / tasks)
-            self.start_per_task_s[kind] = max(
-                self.start_per_task_s.get(kind, 0.0), rows[0]["start_s"] / tasks
-            )
+            start = rows[0]["start_s"]
+            self.per_task_s[kind] = (rows[-1]["app_s"] - start) / (tasks * batches)
+            self.start_per_task_s[kind] = start / tasks
 
 
 def sweep(
@@ -208,12 +209,16 @@ def sweep(
             else:
                 urls[kind] = f"file://{root / 'log'}"
         for partitions in args.partitions:
-            settle, batches = batch_plan(partitions, args)
-            for kind in args.logs:
+            settle, batches, planned = batch_plan(partitions, args)
+            if planned != list(args.work_units):
+                skipped.append(f"{partitions} partitions: work units {planned} only")
+            # the cheaper log first, so that a cut-off leaves the other one short, not both
+            logs = sorted(args.logs, key=lambda k: budget.estimate(k, partitions, 1))
+            for kind in logs:
                 for subs in args.subtopologies:
                     if stopped[kind] is not None:
                         continue
-                    units = list(args.work_units)
+                    units = list(planned)
                     tasks = partitions * subs
                     needed = budget.estimate(kind, tasks, (settle + batches) * len(units))
                     if needed > budget.left() and TARGET["work_units"] in units:
@@ -224,7 +229,7 @@ def sweep(
                         skipped.append(f"{point}: about {needed:.0f} s, {budget.left():.0f} s left")
                         print(f"skipped (time budget) {skipped[-1]}", flush=True)
                         continue
-                    if units != list(args.work_units):
+                    if units != planned:
                         skipped.append(f"{point}: work units {units} only (time budget)")
                     state = str(root / f"state-{kind}-{partitions}-{subs}")
                     try:
@@ -243,7 +248,7 @@ def sweep(
                         stopped[kind] = f"{partitions} partitions, {subs} sub-topologies: {exc}"
                         print(f"{kind}: stopped at {stopped[kind]}", flush=True)
                         continue
-                    budget.learn(kind, tasks, found)
+                    budget.learn(kind, tasks, (settle + batches) * len(units), found)
                     rows += found
     finally:
         if broker is not None:
@@ -261,8 +266,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--subtopologies", type=ints, default=list(SUBTOPOLOGIES))
     parser.add_argument("--work-units", type=ints, default=list(WORK_UNITS))
     parser.add_argument("--logs", type=lambda t: t.split(","), default=list(LOGS))
-    parser.add_argument("--settle", type=int, default=2, help="batches before measuring")
-    parser.add_argument("--batches", type=int, default=3, help="measured batches per point")
+    parser.add_argument("--settle", type=int, default=1, help="batches before measuring")
+    parser.add_argument("--batches", type=int, default=2, help="measured batches per point")
     parser.add_argument("--delay-ms", type=float, default=0.0, help="work units' reply delay")
     parser.add_argument(
         "--budget-s", type=float, default=510.0, help="leave out what would not fit in this"
