@@ -37,7 +37,7 @@ from typing import Any
 from bench.driver_meter import DriverMeter
 from bench.scale_assign import assignment_step_ms
 from bench.scale_chart import draw_chart
-from bench.scale_report import HEADER, growth, line, summarize
+from bench.scale_report import HEADER, growth, line, markdown, summarize
 from bench.simulated_executors import SimulatedExecutors, simulator_settings
 
 PARTITIONS = (4, 64, 256, 1024, 4096)
@@ -135,6 +135,8 @@ def run_application(
             print(line(row), flush=True)
     finally:
         app.stop()
+    if rows:  # stopping (its work units, its clients) is part of the application's time
+        rows[-1]["app_s"] = round(time.perf_counter() - started, 2)
     return rows
 
 
@@ -198,16 +200,11 @@ def sweep(
     skipped: list[str] = []
     budget = Budget(args.budget_s)
     broker = None
-    urls = {}
     try:
-        for kind in args.logs:
-            if kind == "kafka":
-                from streamtide.testing.kafka_broker import start_broker
+        if "kafka" in args.logs:
+            from streamtide.testing.kafka_broker import start_broker
 
-                broker = start_broker(root / "broker")
-                urls[kind] = broker.url
-            else:
-                urls[kind] = f"file://{root / 'log'}"
+            broker = start_broker(root / "broker")
         for partitions in args.partitions:
             settle, batches, planned = batch_plan(partitions, args)
             if planned != list(args.work_units):
@@ -231,11 +228,14 @@ def sweep(
                         continue
                     if units != planned:
                         skipped.append(f"{point}: work units {units} only (time budget)")
-                    state = str(root / f"state-{kind}-{partitions}-{subs}")
+                    here = root / f"{kind}-{partitions}-{subs}"
+                    state = str(here / "state")
+                    # one broker; a file log of its own per application
+                    url = broker.url if broker and kind == "kafka" else f"file://{here / 'log'}"
                     try:
                         found = run_application(
                             kind,
-                            urls[kind],
+                            url,
                             state,
                             partitions,
                             subs,
@@ -248,6 +248,8 @@ def sweep(
                         stopped[kind] = f"{partitions} partitions, {subs} sub-topologies: {exc}"
                         print(f"{kind}: stopped at {stopped[kind]}", flush=True)
                         continue
+                    finally:  # each application's files go as soon as it is done
+                        shutil.rmtree(here, ignore_errors=True)
                     budget.learn(kind, tasks, (settle + batches) * len(units), found)
                     rows += found
     finally:
@@ -270,11 +272,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--batches", type=int, default=2, help="measured batches per point")
     parser.add_argument("--delay-ms", type=float, default=0.0, help="work units' reply delay")
     parser.add_argument(
-        "--budget-s", type=float, default=510.0, help="leave out what would not fit in this"
+        "--budget-s", type=float, default=450.0, help="leave out what would not fit in this"
     )
     parser.add_argument(
         "--profile", type=int, default=0, help="profile one more batch per point: top N"
     )
+    parser.add_argument("--markdown", action="store_true", help="also print docs tables")
     parser.add_argument("--out", type=Path, default=RESULTS / "driver_scale.json")
     return parser.parse_args(argv)
 
@@ -321,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{kind}: stopped at {why}")
     for what in skipped:
         print(f"left out: {what}")
+    if args.markdown:
+        print("\n".join(markdown(rows, TARGET["work_units"])))
     print(f"wrote {args.out} and {chart} in {result['elapsed_s']} s")
     print(json.dumps(headline(rows, assign_ms)))
     return 0

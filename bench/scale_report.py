@@ -76,3 +76,37 @@ def growth(rows: list[dict[str, Any]], work_units: int) -> list[str]:
         text = ", ".join(f"{p}: {ms * 1000 / (p * subs):.0f}" for p, ms in points)
         lines.append(f"{kind}, {subs} sub-topologies, {work_units} work units, us per task: {text}")
     return lines
+
+
+def markdown(rows: list[dict[str, Any]], work_units: int) -> list[str]:
+    """The table of docs/cluster.md: every point at ``work_units``, then every work-unit
+    count at the largest partition count measured with all of them."""
+    head = (
+        "| log | partitions | sub-topologies | work units | driver's own ms | CPU ms | wait ms "
+        "| messages | KB sent / received | fsyncs | files written | broker calls | RSS MB |"
+    )
+    rule = "|" + "---|" * 13
+    lines = [head, rule]
+
+    def cells(r: dict[str, Any]) -> str:
+        log_name = "Kafka" if r["log"] == "kafka" else "file"
+        return (
+            f"| {log_name} | {r['partitions']:,} | {r['subtopologies']} | {r['work_units']} "
+            f"| {r['driver_ms']:,.0f} | {r['cpu_ms']:,.0f} | {r['wait_ms']:,.0f} "
+            f"| {r['messages']:.0f} | {r['bytes_sent'] / 1024:,.0f} / "
+            f"{r['bytes_received'] / 1024:,.0f} | {r['fsyncs']:,.0f} | {r['files_written']:,.0f} "
+            f"| {r['broker_calls']:.0f} | {r['rss_mb']:,.0f} |"
+        )
+
+    order = sorted(rows, key=lambda r: (r["log"] != "kafka", r["subtopologies"], r["partitions"]))
+    lines += [cells(r) for r in order if r["work_units"] == work_units]
+    full = [r["partitions"] for r in rows if r["work_units"] != work_units]
+    if full:
+        lines += ["", head, rule]
+        biggest = max(full)
+        lines += [
+            cells(r)
+            for r in sorted(order, key=lambda r: (r["log"] != "kafka", r["subtopologies"]))
+            if r["partitions"] == biggest
+        ]
+    return lines
