@@ -4,8 +4,9 @@
 driver assigns tasks to its executors and launches a long-running work unit per slot, as on
 Spark, but each work unit runs in one of a few simulator processes (``python -m
 bench.simulated_executors``), never in the driver's interpreter. A simulated work unit
-connects to the driver's control channel with the launch payload's secret and answers the
-real protocol (``engine.worker.answer_driver``): it processes no records, but for each active
+connects to the driver's control channel over TLS as ``engine.worker`` does (it pins the
+certificate fingerprint of the launch payload and proves its secret) and answers the real
+protocol (``engine.worker.answer_driver``): it processes no records, but for each active
 task with input it leaves what the driver's commit needs, as a real task would:
 
 - on the file log, one unsealed one-record segment per partition the task writes (its sink
@@ -29,9 +30,11 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from streamtide.engine import slots as slot_registry
+from streamtide.engine.control_address import LOOPBACK
 from streamtide.engine.interop import ExecutorInfo
 
 PROCESSES = 4
@@ -59,6 +62,8 @@ class SimulatedExecutors:
         self._tokens = iter(range(1, 1 << 62))
         self._groups: dict[str, tuple[int, int]] = {}  # group -> (process, token)
         self._executors: list[ExecutorInfo] = []
+        #: the session the slot registry (``engine.slots``) keys holders by, as Spark's id
+        self.applicationId = f"simulated-{uuid.uuid4().hex[:12]}"
         for index, proc in enumerate(self._procs):
             threading.Thread(
                 target=self._read, args=(index, proc), name=f"sim-reader-{index}", daemon=True
@@ -69,8 +74,22 @@ class SimulatedExecutors:
     def executors(self) -> list[ExecutorInfo]:
         return list(self._executors)
 
-    def driver_host(self) -> str:
-        return "127.0.0.1"
+    def control_address(self) -> tuple[str, str]:
+        return LOOPBACK, LOOPBACK  # the simulator processes run on this machine
+
+    def hold_slots(self, application_id: str, held: Callable[[], Mapping[str, int]]) -> int:
+        return slot_registry.hold(self, application_id, held)
+
+    def check_slots_free(
+        self,
+        application_id: str,
+        slots: Iterable[tuple[ExecutorInfo, int]],
+        own_token: int | None = None,
+    ) -> None:
+        slot_registry.check_free(self, application_id, slots, own_token)
+
+    def busy_slots(self) -> dict[str, int]:
+        return {}
 
     def serve(self, payload: str, executor: ExecutorInfo, blob: bytes, group: str) -> str:
         index = int(executor.id) % len(self._procs)
@@ -267,7 +286,7 @@ class _Simulator:
         }
         ended = "ended"
         try:
-            sock = connect(job["host"], int(job["port"]), job["secret"], hello)
+            sock = connect(job["host"], int(job["port"]), job["secret"], job["fingerprint"], hello)
             self.sockets[token] = sock
             try:
                 ended = answer_driver(sock, _Host(), self.run_units, lambda: None)

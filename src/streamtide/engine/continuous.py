@@ -21,19 +21,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from streamtide.engine import slots as slot_registry
 from streamtide.engine.channel import (
     ChannelClosedError,
     HandshakeError,
-    accept_handshake,
+    accept,
     new_secret,
+    pending,
     recv_message,
     send_message,
 )
+from streamtide.engine.channel_tls import new_identity
 from streamtide.engine.interop import ExecutorInfo
 from streamtide.engine.launcher import WorkUnitLauncher
 from streamtide.errors import StreamtideError
 
 log = logging.getLogger("streamtide.engine")
+
+#: Connections that may be in their handshake at once; more are closed at once (a work unit
+#: that meets this retries nothing: its slot is relaunched at the next batch).
+MAX_PENDING_HANDSHAKES = 32
 
 
 @dataclass(frozen=True, order=True)
@@ -96,9 +103,11 @@ class ContinuousWorkers:
         self._connect_timeout = connect_timeout
         self._max_age = max_age
         self._secret = new_secret()
-        self._host = launcher.driver_host()
-        self._server = socket.create_server(("", 0))
+        self._identity = new_identity()
+        self._bind, self._host = launcher.control_address()
+        self._server = socket.create_server((self._bind, 0), family=_family(self._bind))
         self._port = self._server.getsockname()[1]
+        self._pending = threading.BoundedSemaphore(MAX_PENDING_HANDSHAKES)
         self._slots: dict[SlotKey, _Slot] = {}
         self._generations: dict[SlotKey, int] = {}
         self._changed = threading.Condition()
@@ -111,23 +120,39 @@ class ContinuousWorkers:
             target=self._accept_loop, name="streamtide-control", daemon=True
         )
         self._acceptor.start()
+        self._holding = launcher.hold_slots(application_id, self._held_slots)
 
     # ---- connections ---------------------------------------------------------------------
+
+    @property
+    def address(self) -> tuple[str, int]:
+        """Where the control server listens (bound address, port)."""
+        host, port = self._server.getsockname()[:2]
+        return host, port
 
     def _accept_loop(self) -> None:
         while not self._closed:
             try:
-                conn, _ = self._server.accept()
+                conn, peer = self._server.accept()
             except OSError:
                 return  # the server was closed
+            if not self._pending.acquire(blocking=False):
+                log.warning("refused a control connection from %s: too many handshakes", peer)
+                conn.close()
+                continue
             threading.Thread(
                 target=self._handshake, args=(conn,), name="streamtide-handshake", daemon=True
             ).start()
 
-    def _handshake(self, conn: socket.socket) -> None:
-        conn.settimeout(10.0)
+    def _handshake(self, raw: socket.socket) -> None:
         try:
-            hello = accept_handshake(conn, self._secret)
+            conn, hello = accept(raw, self._identity, self._secret)
+        except (HandshakeError, ChannelClosedError, OSError) as exc:
+            log.warning("refused a control connection: %s", exc)
+            return
+        finally:
+            self._pending.release()
+        try:
             key = SlotKey(*hello["slot"])
             with self._changed:
                 slot = self._slots.get(key)
@@ -145,7 +170,7 @@ class ContinuousWorkers:
                 conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 slot.sock, slot.pid = conn, int(hello.get("pid", 0))
                 self._changed.notify_all()
-        except (HandshakeError, ChannelClosedError, OSError, KeyError, TypeError) as exc:
+        except (OSError, KeyError, TypeError, ValueError) as exc:
             log.warning("refused a control connection: %s", exc)
             conn.close()
 
@@ -156,14 +181,40 @@ class ContinuousWorkers:
         ones together (each pays a Spark job and a Python worker's start, in parallel), then
         wait for all of them."""
         with self._changed:
+            self._check_free(slots)
             launched = [self._current(key, executor) for key, executor in slots.items()]
             began = time.monotonic()
             deadline = began + self._connect_timeout
             try:
                 for slot in launched:
-                    self._wait_connected(slot, deadline)
+                    self._wait_connected(slot, deadline, slots)
             finally:
                 self.waited_s += time.monotonic() - began
+
+    def _held_slots(self) -> dict[str, int]:
+        """Slots this application's work units hold now, per executor (for the registry)."""
+        held: dict[str, int] = {}
+        for key, slot in list(self._slots.items()):
+            if slot.connected and _alive(slot):
+                held[key.executor] = held.get(key.executor, 0) + 1
+        return held
+
+    def _check_free(self, slots: Mapping[SlotKey, ExecutorInfo]) -> None:
+        """Fail at once when another application of the session holds slots these need;
+        the work units launched for them and still waiting are cancelled."""
+        try:
+            self._launcher.check_slots_free(
+                self._application_id,
+                [(executor, key.slot) for key, executor in slots.items()],
+                self._holding,
+            )
+        except slot_registry.TaskSlotsHeldError:
+            for key in slots:
+                slot = self._slots.get(key)
+                if slot is not None and not slot.connected and slot.ended is None:
+                    slot.ended = "cancelled: another application holds the slots"
+                    self._launcher.cancel(self._group(slot))
+            raise
 
     def _current(self, key: SlotKey, executor: ExecutorInfo) -> _Slot:
         """``key``'s work unit, launched anew if it has none or it is too old."""
@@ -178,7 +229,9 @@ class ContinuousWorkers:
             slot = self._launch(key, executor)
         return slot
 
-    def _wait_connected(self, slot: _Slot, deadline: float) -> None:
+    def _wait_connected(
+        self, slot: _Slot, deadline: float, wanted: Mapping[SlotKey, ExecutorInfo]
+    ) -> None:
         key = slot.key
         lost = frozenset({key.executor})
         while not slot.connected:
@@ -188,12 +241,17 @@ class ContinuousWorkers:
                 )
             left = deadline - time.monotonic()
             if left <= 0:
+                busy = self._launcher.busy_slots().get(key.executor)
                 raise WorkerLostError(
                     f"work unit {key} did not connect within {self._connect_timeout:.0f} s "
-                    "(continuous execution needs one free task slot per work unit)",
+                    "(continuous execution needs one free task slot per work unit; Spark "
+                    f"reports {busy} of the {slot.executor.cores} slot(s) of executor "
+                    f"{key.executor} busy)",
                     lost,
                 )
             self._changed.wait(min(left, 0.5))
+            if not slot.connected:  # another application may have taken the slots meanwhile
+                self._check_free(wanted)
             if not slot.connected and not self._listed(key.executor):
                 # pinned to an executor that died meanwhile: Spark would run it elsewhere
                 # only once a core is free there, which may take long; re-plan now
@@ -208,6 +266,7 @@ class ContinuousWorkers:
                 "host": self._host,
                 "port": self._port,
                 "secret": self._secret,
+                "fingerprint": self._identity.fingerprint,
                 "slot": [key.executor, key.slot],
                 "generation": generation,
                 "executor": executor.id,
@@ -225,6 +284,9 @@ class ContinuousWorkers:
         self.launched += 1
         slot.thread.start()
         return slot
+
+    def _group(self, slot: _Slot) -> str:
+        return f"streamtide-{self._application_id}-{slot.key}-{slot.generation}"
 
     def _run_job(self, slot: _Slot, payload: str) -> None:
         try:
@@ -278,6 +340,8 @@ class ContinuousWorkers:
 
     def _await_reply(self, sock: socket.socket) -> None:
         """Block until ``sock`` has data (or closed), counting the time in ``waited_s``."""
+        if pending(sock):  # TLS already decrypted the reply: select cannot see it
+            return
         began = time.monotonic()
         try:
             select.select([sock], [], [])
@@ -314,9 +378,6 @@ class ContinuousWorkers:
                 slot.sock.close()
             slot.ended = slot.ended or "its control connection broke"
             self._changed.notify_all()
-
-    def _group(self, slot: _Slot) -> str:
-        return f"streamtide-{self._application_id}-{slot.key}-{slot.generation}"
 
     def _listed(self, executor_id: str) -> bool:
         return executor_id == "driver" or any(
@@ -356,6 +417,7 @@ class ContinuousWorkers:
     def close(self, timeout: float = 30.0) -> None:
         """Stop every work unit and the control server; cancel jobs that do not end."""
         self._closed = True
+        slot_registry.release(self._holding)
         for slot in list(self._slots.values()):
             self._stop_slot(slot)
         self._server.close()
@@ -372,3 +434,7 @@ class ContinuousWorkers:
 
 def _alive(slot: _Slot) -> bool:
     return slot.thread is not None and slot.thread.is_alive()
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET

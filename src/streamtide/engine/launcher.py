@@ -2,19 +2,25 @@
 work unit of one executor slot is started there.
 
 The driver's batch loop (planning, assignment, ranges, the control protocol, the commit)
-only needs these four operations from the cluster, so they are one small interface.
+only needs these few operations from the cluster, so they are one small interface: the
+executors, where the control server listens, the slots other applications of the session hold
+(``engine.slots``), and starting and cancelling one work unit.
 ``SparkLauncher`` is the engine's: Spark's executor list and one pinned Spark job per work
 unit (``engine.worker.serve``). Another launcher can run the same driver against work units
 started some other way, as the driver-scale benchmark does with simulated executors
 (``bench/driver_scale.py``): whatever it starts must connect to the control channel with the
-payload's address and secret (``engine.channel.connect``) and answer the driver's messages.
+payload's address, secret and certificate fingerprint (``engine.channel.connect``) and answer
+the driver's messages.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-from streamtide.engine.interop import ExecutorInfo, list_executors, run_pinned
+from streamtide.engine import slots as slot_registry
+from streamtide.engine.control_address import control_address
+from streamtide.engine.interop import ExecutorInfo, busy_slots, list_executors, run_pinned
 
 
 class WorkUnitLauncher(Protocol):
@@ -24,8 +30,28 @@ class WorkUnitLauncher(Protocol):
         """The live executors that can run work units (see ``interop.list_executors``)."""
         ...
 
-    def driver_host(self) -> str:
-        """The address work units reach the driver's control server at."""
+    def control_address(self) -> tuple[str, str]:
+        """``(bind, advertised)``: where the driver's control server listens, and the address
+        work units reach it at (``engine.control_address``)."""
+        ...
+
+    def hold_slots(self, application_id: str, held: Callable[[], Mapping[str, int]]) -> int:
+        """Register ``application_id`` as holding the slots ``held()`` names, per executor;
+        returns the token ``engine.slots.release`` takes."""
+        ...
+
+    def check_slots_free(
+        self,
+        application_id: str,
+        slots: Iterable[tuple[ExecutorInfo, int]],
+        own_token: int | None = None,
+    ) -> None:
+        """Raise ``TaskSlotsHeldError`` when another application of the session holds slots
+        ``application_id`` needs (``engine.slots.check_free``)."""
+        ...
+
+    def busy_slots(self) -> dict[str, int]:
+        """Tasks running per executor now, as far as the cluster says (for error messages)."""
         ...
 
     def serve(self, payload: str, executor: ExecutorInfo, blob: bytes, group: str) -> str:
@@ -50,8 +76,25 @@ class SparkLauncher:
     def executors(self) -> list[ExecutorInfo]:
         return list_executors(self.sc)
 
-    def driver_host(self) -> str:
-        return str(self.sc.getConf().get("spark.driver.host", "127.0.0.1"))
+    def control_address(self) -> tuple[str, str]:
+        conf = self.sc.getConf()
+        return control_address(
+            conf.get("spark.driver.bindAddress"), conf.get("spark.driver.host"), self.sc.master
+        )
+
+    def hold_slots(self, application_id: str, held: Callable[[], Mapping[str, int]]) -> int:
+        return slot_registry.hold(self.sc, application_id, held)
+
+    def check_slots_free(
+        self,
+        application_id: str,
+        slots: Iterable[tuple[ExecutorInfo, int]],
+        own_token: int | None = None,
+    ) -> None:
+        slot_registry.check_free(self.sc, application_id, slots, own_token)
+
+    def busy_slots(self) -> dict[str, int]:
+        return busy_slots(self.sc)
 
     def serve(self, payload: str, executor: ExecutorInfo, blob: bytes, group: str) -> str:
         from streamtide.engine.worker import make_serve
