@@ -30,7 +30,7 @@ PHASES: dict[str, tuple[str, ...]] = {
     "run": ("app._execute_stages",),
     "seal": ("committer._seal",),
     "take_over": ("app._take_over",),
-    "lags": ("app._source_lags", "app._lags"),
+    "lags": ("app._source_lags",),
     "commit": (
         "committer.commit",
         "app._write_assignment_records",

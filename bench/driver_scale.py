@@ -17,9 +17,11 @@ and bytes, fsyncs and files written (file log), broker calls (Kafka), and memory
 It also times the assignor at 200 clients and 4,000 stateful tasks with one standby
 (``assignment_step_ms``).
 
-Writes ``bench/results/driver_scale.json`` and ``bench/results/driver_scale.png`` (driver
-time per batch against partitions), prints the table and, last, one JSON line with the
-medians at 1,024 partitions, 3 sub-topologies and 64 work units.
+Writes ``bench/results/driver_scale.json`` (medians per point; ``--raw`` keeps each measured
+batch too) and ``bench/results/driver_scale.png`` (driver time per batch against partitions),
+prints the table and, last, one JSON line with the medians at 1,024 partitions, 3
+sub-topologies and 64 work units. ``--report`` prints the same from the results already
+written, without measuring (``--markdown`` adds the tables of docs/cluster.md).
 """
 
 from __future__ import annotations
@@ -278,12 +280,19 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--profile", type=int, default=0, help="profile one more batch per point: top N"
     )
     parser.add_argument("--markdown", action="store_true", help="also print docs tables")
+    parser.add_argument(
+        "--report", action="store_true", help="print the results in --out; measure nothing"
+    )
+    parser.add_argument("--raw", action="store_true", help="keep every batch's figures")
     parser.add_argument("--out", type=Path, default=RESULTS / "driver_scale.json")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    if args.report:
+        report(json.loads(args.out.read_text()), args.markdown)
+        return 0
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     began = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="streamtide-driver-scale-"))
@@ -295,21 +304,40 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         sim.close()
         shutil.rmtree(root, ignore_errors=True)
-    assign_ms = assignment_step_ms()
+    if not args.raw:
+        for row in rows:
+            row.pop("raw", None)
     result = {
         "load_average_at_start": round(load, 2),
         "elapsed_s": round(time.monotonic() - began, 1),
-        "settings": {k: v for k, v in vars(args).items() if k != "out"},
+        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "report")},
         "stopped": stopped,
         "skipped": skipped,
-        "assignment": assign_ms,
+        "assignment": assignment_step_ms(),
         "rows": rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    args.out.write_text(dump(result))
     chart = args.out.with_suffix(".png")
     draw_chart(rows, chart, TARGET)
-    print()
+    print(f"wrote {args.out} and {chart} in {result['elapsed_s']} s")
+    report(result, args.markdown)
+    return 0
+
+
+def dump(result: dict[str, Any]) -> str:
+    """The results as JSON with one line per row, so that a change shows as changed rows."""
+    head = {k: v for k, v in result.items() if k != "rows"}
+    text = json.dumps(head, indent=1, default=str)[:-2]
+    rows = ",\n".join("  " + json.dumps(row, default=str) for row in result["rows"])
+    return f'{text},\n "rows": [\n{rows}\n ]\n}}\n'
+
+
+def report(result: dict[str, Any], with_markdown: bool) -> None:
+    """The table, the assignor, the growth per task, what was left out, the docs' tables
+    (``with_markdown``) and, last, the one JSON line of the target point."""
+    rows, assign_ms = result["rows"], result["assignment"]
+    print(f"\nmeasured at load average {result['load_average_at_start']} at the start")
     print(HEADER)
     for row in rows:
         print(line(row))
@@ -319,16 +347,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     for text in growth(rows, TARGET["work_units"]):
         print(text)
-    for kind, why in stopped.items():
+    for kind, why in result["stopped"].items():
         if why is not None:
             print(f"{kind}: stopped at {why}")
-    for what in skipped:
+    for what in result["skipped"]:
         print(f"left out: {what}")
-    if args.markdown:
+    if with_markdown:
         print("\n".join(markdown(rows, TARGET["work_units"])))
-    print(f"wrote {args.out} and {chart} in {result['elapsed_s']} s")
     print(json.dumps(headline(rows, assign_ms)))
-    return 0
 
 
 def headline(rows: list[dict[str, Any]], assign_ms: dict[str, float]) -> dict[str, Any]:
