@@ -31,7 +31,7 @@ from streamtide.engine.interop import build_session, list_executors
 from streamtide.log import LogRecord, open_log
 from streamtide.log.partitioner import partition_for_key
 from streamtide.testing.local_cluster import wait_for_executors
-from streamtide.testing.standalone import HOST_DIR_ENV, StandaloneCluster
+from streamtide.testing.standalone import HOST_DIR_ENV, LEAN_JVM, StandaloneCluster
 
 PARTITIONS = 6
 USERS = 24
@@ -111,6 +111,9 @@ def main(workdir: str) -> None:
                 "spark.driver.host": "127.0.0.1",
                 "spark.driver.bindAddress": "127.0.0.1",
                 "spark.driver.memory": "512m",
+                # the test's executors and driver start on less CPU; nothing here runs long
+                "spark.executor.extraJavaOptions": LEAN_JVM,
+                "spark.driver.extraJavaOptions": LEAN_JVM,
             },
         )
         sc = spark.sparkContext

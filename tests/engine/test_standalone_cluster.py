@@ -15,6 +15,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
 
 def test_a_dead_worker_fails_over_to_standbys_exactly_once_and_tasks_move_back(tmp_path):
     result = run_scenario(Path(__file__).with_name("standalone_scenario.py"), tmp_path, timeout=900)
+    timings = ("cluster_start_s", "session_s", "recovery_s", "total_s")
+    print("standalone cluster:", ", ".join(f"{k} {result.get(k)}" for k in timings))
     # three executors, one per worker, each keeping its state in its own worker's directory
     assert len(result["executors"]) == 3
     assert sorted(result["workers_of_executors"].values()) == [0, 1, 2]

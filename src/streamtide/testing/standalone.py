@@ -31,6 +31,10 @@ HOST = "127.0.0.1"
 HOST_DIR_ENV = "STREAMTIDE_HOST_DIR"
 
 
+#: JVM options that start a JVM on less CPU: the client compiler only, the serial collector.
+LEAN_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 class ClusterStartError(RuntimeError):
     """The master or a worker did not come up in time; the message says which and why."""
 
@@ -79,6 +83,9 @@ class StandaloneCluster:
     cores: int = 1
     memory_mb: int = 768
     daemon_memory: str = "256m"
+    #: the master's and workers' JVMs: only the quick compiler and the serial collector, which
+    #: start them on less CPU (they route messages; nothing of theirs runs hot)
+    daemon_java_opts: str = LEAN_JVM
     master_port: int = field(default_factory=free_port)
     master_webui_port: int = field(default_factory=free_port)
     master: subprocess.Popen[bytes] | None = None
@@ -213,6 +220,7 @@ class StandaloneCluster:
             "SPARK_HOME": str(home),
             "SPARK_LOCAL_IP": HOST,
             "SPARK_DAEMON_MEMORY": self.daemon_memory,
+            "SPARK_DAEMON_JAVA_OPTS": self.daemon_java_opts,
             "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
             **env,
         }
