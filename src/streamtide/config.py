@@ -7,6 +7,7 @@ import os
 import re
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from streamtide.errors import ConfigError
@@ -236,6 +237,12 @@ class StreamsConfig:
         """Where skipped records that could not be deserialized go:
         ``errors_dead_letter_topic``, else ``<application_id>-dlq``."""
         return self.errors_dead_letter_topic or f"{self.application_id}-dlq"
+
+    def local_state_dir(self) -> Path:
+        """``state_dir`` on the host that asks: environment variables (``$NAME``,
+        ``${NAME}``) and ``~`` are expanded there, so one setting can name each executor's
+        own local disk, for example a variable the cluster manager or the worker sets."""
+        return Path(os.path.expanduser(os.path.expandvars(self.state_dir)))
 
     def with_overrides(self, **overrides: Any) -> StreamsConfig:
         """A copy with some settings replaced (validated again)."""

@@ -20,6 +20,19 @@ def test_task_id_prints_and_parses_back(sub: int, part: int) -> None:
     assert hash(TaskId.parse(str(task))) == hash(task)
 
 
+def test_a_task_id_hashes_once_and_survives_pickling() -> None:
+    import dataclasses
+    import pickle
+
+    task = TaskId(3, 7)
+    copy = pickle.loads(pickle.dumps(task))
+    assert copy == task and hash(copy) == hash(task) == hash((3, 7))
+    assert {task: 1}[copy] == 1
+    assert TaskId.parse("3_7") is TaskId.parse("3_7")  # read back once, then looked up
+    assert dataclasses.asdict(task) == {"subtopology": 3, "partition": 7}
+    assert repr(task) == "TaskId(subtopology=3, partition=7)"
+
+
 def test_task_ids_order_by_subtopology_then_partition() -> None:
     texts = ["1_0", "0_10", "0_2", "2_1", "0_0"]
     assert [str(t) for t in sorted(map(TaskId.parse, texts))] == [

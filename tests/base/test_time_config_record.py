@@ -76,3 +76,18 @@ def test_config_values_are_type_checked(setting, value) -> None:
 def test_paths_are_accepted_for_directories(tmp_path) -> None:
     config = StreamsConfig(state_dir=tmp_path / "s", log=tmp_path / "log")
     assert config.state_dir == str(tmp_path / "s") and config.log == str(tmp_path / "log")
+
+
+def test_the_state_directory_is_expanded_on_the_host_that_asks(tmp_path, monkeypatch) -> None:
+    """One setting, each executor's own disk: variables and ~ expand where the state is."""
+    from pathlib import Path
+
+    config = StreamsConfig(state_dir="$STREAMTIDE_TEST_HOST/state")
+    assert config.state_dir == "$STREAMTIDE_TEST_HOST/state"  # kept as given, shipped as is
+    monkeypatch.setenv("STREAMTIDE_TEST_HOST", str(tmp_path / "host-a"))
+    assert config.local_state_dir() == tmp_path / "host-a" / "state"
+    monkeypatch.setenv("STREAMTIDE_TEST_HOST", str(tmp_path / "host-b"))
+    assert config.local_state_dir() == tmp_path / "host-b" / "state"
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert StreamsConfig(state_dir="~/s").local_state_dir() == Path(tmp_path) / "s"
+    assert StreamsConfig(state_dir="./rel").local_state_dir() == Path("rel")

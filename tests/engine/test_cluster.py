@@ -2,30 +2,17 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.engine.scenario_process import run_scenario
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
 
 
 def test_tasks_run_where_assigned_fail_over_to_standbys_and_scale_out_and_in(tmp_path) -> None:
-    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    script = Path(__file__).with_name("cluster_scenario.py")
-    run = subprocess.run(
-        [sys.executable, str(script), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        env=env,
-    )
-    lines = [line for line in run.stdout.splitlines() if line.startswith("RESULT ")]
-    assert lines, f"scenario failed:\n{run.stdout[-3000:]}\n{run.stderr[-5000:]}"
-    result = json.loads(lines[-1][len("RESULT ") :])
+    result = run_scenario(Path(__file__).with_name("cluster_scenario.py"), tmp_path, timeout=1200)
     assert result["other_scenarios"] == {"dedup": True, "punctuation": True}
     assert len(result["executors"]) == 2
     assert result["batches_before"] >= 3

@@ -36,6 +36,7 @@ FAMILIES = {
     "streamtide_records_produced",
     "streamtide_records_lag",
     "streamtide_batch_duration_seconds",
+    "streamtide_batch_driver_seconds",
     "streamtide_commit_duration_seconds",
     "streamtide_records_dropped",
     "streamtide_punctuations",
@@ -178,6 +179,11 @@ def test_metrics_are_served_while_running_and_match_the_input(spark, log_url, tm
     batches = seen["streamtide_batch_duration_seconds_count"]
     assert batches >= 3  # 43 records per partition at 15 per batch
     assert seen["streamtide_commit_duration_seconds_count"] == batches
+    assert seen["streamtide_batch_driver_seconds_count"] == batches
+    # the driver's own time is the batch's wall time without the wait for work units
+    assert (
+        seen["streamtide_batch_driver_seconds_sum"] < seen["streamtide_batch_duration_seconds_sum"]
+    )
     assert seen["streamtide_task_moves_total"] == 0
     # the dict has the scraped samples (batches kept running after the scrape: compare the
     # counters that no longer change)

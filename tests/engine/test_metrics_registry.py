@@ -38,8 +38,8 @@ def test_reports_of_committed_stages_add_up() -> None:
             ],
             {"app-counts-changelog"},
         )
-    metrics.record_batch(0.3, 0.02, {("clicks", 1): 4}, {"0_1": "1", "0_0": "2"})
-    metrics.record_batch(0.3, 0.02, {("clicks", 1): 0}, {"0_1": "2", "0_0": "2"})
+    metrics.record_batch(0.3, 0.02, {("clicks", 1): 4}, {"0_1": "1", "0_0": "2"}, driver_s=0.1)
+    metrics.record_batch(0.3, 0.02, {("clicks", 1): 0}, {"0_1": "2", "0_0": "2"}, driver_s=0.2)
     got = metrics.as_dict()
     assert got['streamtide_records_consumed_total{partition="1",topic="clicks"}'] == 30
     assert got['streamtide_records_produced_total{topic="out"}'] == 14
@@ -54,6 +54,8 @@ def test_reports_of_committed_stages_add_up() -> None:
     assert got["streamtide_batch_duration_seconds_count"] == 2
     assert got['streamtide_batch_duration_seconds_bucket{le="0.5"}'] == 2
     assert got["streamtide_commit_duration_seconds_sum"] == 0.04
+    assert got["streamtide_batch_driver_seconds_sum"] == pytest.approx(0.3)
+    assert got['streamtide_batch_driver_seconds_bucket{le="0.1"}'] == 1
 
 
 def test_two_apps_keep_separate_registries() -> None:

@@ -241,6 +241,34 @@ def test_truncate_before_purges_with_delete_records(klog: KafkaLog) -> None:
         klog.truncate_before("c", 0, 1)
 
 
+@pytest.mark.kafka
+def test_offsets_of_many_partitions_are_asked_at_once(klog: KafkaLog) -> None:
+    """End offsets in bulk are last stable offsets; high watermarks include an open
+    transaction's records; many partitions are purged in one call."""
+    klog.create_topic("t", 2)
+    klog.create_topic("r", 3, configs=REPARTITION_CONFIGS)
+    for p in range(3):
+        klog.append("r", p, recs(4))
+    producer = transactional_producer(klog, "bulk-writer")
+    producer.begin_transaction()
+    producer.produce("t", b"pending", b"k", partition=1, timestamp=5)
+    producer.flush(10)
+    keys = [("t", 0), ("t", 1)]
+    assert klog.end_offsets(keys) == {("t", 0): 0, ("t", 1): 0}
+    assert klog.high_watermarks(keys) == {("t", 0): 0, ("t", 1): 1}
+    producer.commit_transaction(10)
+    assert klog.end_offsets(keys) == klog.high_watermarks(keys) == {("t", 0): 0, ("t", 1): 2}
+    # purging: below the consumed offsets, never back, never past the end
+    begins = klog.truncate_before_many({("r", 0): 2, ("r", 1): 4, ("r", 2): 0})
+    assert begins == {("r", 0): 2, ("r", 1): 4, ("r", 2): 0}
+    assert klog.begin_offsets([("r", p) for p in range(3)]) == begins
+    assert klog.truncate_before_many({("r", 0): 1}) == {("r", 0): 2}
+    with pytest.raises(OffsetOutOfRangeError, match="end offset is 4"):
+        klog.truncate_before_many({("r", 1): 5})
+    with pytest.raises(UnknownTopicError):
+        klog.truncate_before_many({("ghost", 0): 1})
+
+
 # -- broker differences (docs/kafka.md) -----------------------------------------------------------
 
 

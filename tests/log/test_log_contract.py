@@ -102,6 +102,24 @@ def test_append_assigns_dense_offsets_and_reads_back(log: Log) -> None:
     assert vals(log.read("t", 1)) == [b"c0"]
 
 
+def test_offsets_of_many_partitions_at_once_equal_one_by_one(log: Log) -> None:
+    log.create_topic("t", 3)
+    log.create_topic("u", 1)
+    log.append("t", 0, recs(3))
+    log.append("t", 2, recs(1))
+    log.append("u", 0, recs(2))
+    log.truncate_before("u", 0, 2)  # Kafka purges exactly; the file log by whole segments
+    keys = [("t", 0), ("t", 1), ("t", 2), ("u", 0)]
+    assert log.end_offsets(keys) == {k: log.end_offset(*k) for k in keys}
+    assert log.end_offsets(keys) == {("t", 0): 3, ("t", 1): 0, ("t", 2): 1, ("u", 0): 2}
+    assert log.begin_offsets(keys) == {k: log.begin_offset(*k) for k in keys}
+    assert log.end_offsets([]) == log.begin_offsets([]) == {}
+    with pytest.raises(UnknownTopicError):
+        log.end_offsets([("t", 0), ("nope", 0)])
+    with pytest.raises(UnknownPartitionError):
+        log.begin_offsets([("t", 3)])
+
+
 def test_read_ranges_and_max_records(log: Log) -> None:
     log.create_topic("t", 1)
     for batch in range(4):

@@ -26,6 +26,11 @@ class TaskId:
                 raise ValueError(f"TaskId {name} must be an int, got {value!r}")
             if value < 0:
                 raise ValueError(f"TaskId {name} must be >= 0, got {value}")
+        # hashed once: the assignor looks task ids up in sets and dicts many times over
+        object.__setattr__(self, "_hash", hash((self.subtopology, self.partition)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined,no-any-return]
 
     def __str__(self) -> str:
         return f"{self.subtopology}_{self.partition}"
@@ -33,7 +38,18 @@ class TaskId:
     @classmethod
     def parse(cls, text: str) -> TaskId:
         """Read back the ``"<subtopology>_<partition>"`` form that ``str()`` writes."""
+        found = _PARSED.get(text) if isinstance(text, str) else None
+        if found is not None and type(found) is cls:
+            return found
         match = _TEXT.fullmatch(text) if isinstance(text, str) else None
         if match is None:
             raise ValueError(f"not a task id: {text!r} (expected '<subtopology>_<partition>')")
-        return cls(int(match.group(1)), int(match.group(2)))
+        task = cls(int(match.group(1)), int(match.group(2)))
+        if len(_PARSED) < _PARSED_LIMIT:
+            _PARSED[text] = task
+        return task
+
+
+#: Task ids read back from text (a driver parses every task's id in every batch).
+_PARSED: dict[str, TaskId] = {}
+_PARSED_LIMIT = 1 << 20

@@ -4,6 +4,7 @@ long-running work units (continuous execution) or as a Spark job each (micro-bat
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from collections import deque
@@ -16,6 +17,7 @@ from streamtide.engine.assignment_history import Placement, TaskRestore, changes
 from streamtide.engine.batch_size import BatchSizeController
 from streamtide.engine.committer import BatchCommitter
 from streamtide.engine.continuous import ContinuousWorkers, SlotKey, WorkerLostError
+from streamtide.engine.cyclic_gc import cyclic_gc_paused
 from streamtide.engine.failures import RemoteTraceback, rebuild, signature
 from streamtide.engine.global_offsets import global_ends
 from streamtide.engine.interop import (
@@ -27,6 +29,7 @@ from streamtide.engine.interop import (
     spark_context,
 )
 from streamtide.engine.kafka_committer import KafkaBatchCommitter
+from streamtide.engine.launcher import SparkLauncher, WorkUnitLauncher
 from streamtide.engine.metrics import AppMetrics, MetricsServer
 from streamtide.engine.placement import (
     Assignor,
@@ -58,7 +61,7 @@ from streamtide.engine.queryable import (
 )
 from streamtide.engine.ranges import aligned_ends
 from streamtide.engine.shipping import ship_user_modules
-from streamtide.engine.slots import TaskSlotsHeldError, check_free
+from streamtide.engine.slots import TaskSlotsHeldError
 from streamtide.engine.sources import SourcePosition, input_start
 from streamtide.engine.status import read_status
 from streamtide.engine.topology_names import check_resource_names
@@ -92,6 +95,7 @@ class StreamsApp:
         master: str = "local[2]",
         assignor: Assignor = assign,
         stores_factory: Any = "durable",
+        launcher: WorkUnitLauncher | None = None,
     ) -> None:
         self.topology = topology
         self.config = config or StreamsConfig()
@@ -104,6 +108,10 @@ class StreamsApp:
 
             stores_factory = make_task_stores
         self.stores_factory = stores_factory
+        #: Where work units run (``engine.launcher``): Spark's executors unless given; another
+        #: launcher runs continuous execution only.
+        self._launcher = launcher
+        self.sc: Any = None
         self.log = open_log(self.config.log, **self.config.log_options)
         self.app_dir = AppDirectory(app_dir_for(self.config), self.config.application_id)
         #: On Kafka each task commits in its own transaction (engine.kafka_committer).
@@ -141,6 +149,8 @@ class StreamsApp:
         #: Continuous execution: the long-running work units, which slot holds which tasks,
         #: and which slot last ran each task (to tell it the outcome).
         self._workers: ContinuousWorkers | None = None
+        self._pinned_wait_s = 0.0  # micro-batch: time spent in the work units' Spark jobs
+        self._retried: set[int] = set()  # stages of this batch that ran more than once
         self._layout: dict[SlotKey, set[str]] = {}
         self._ran_in: dict[str, SlotKey] = {}
         #: the executor each task last committed on (where micro-batch queries read it)
@@ -151,6 +161,7 @@ class StreamsApp:
         #: (no longer assigned anything) and those removed so far.
         self._placement = Placement()
         self._assign_lags: dict[tuple[str, str], int] = {}
+        self._changelog_ends: dict[tuple[str, int], int] = {}  # this batch's
         self._draining: set[str] = set()
         self._removed: set[str] = set()
         self._standby_note: str | None = None  # said once, again when it changes
@@ -177,7 +188,11 @@ class StreamsApp:
     def _ensure_started(self) -> None:
         if self._started:
             return
-        self.sc = spark_context(self.spark)
+        if self._launcher is None:
+            self.sc = spark_context(self.spark)
+            self._launcher = SparkLauncher(self.sc)
+        elif self.sc is None and self.config.execution != "continuous":
+            raise ConfigError("a work-unit launcher other than Spark runs continuous execution")
         self.stages = make_plan(self.topology, self.config, self.log)
         self._metrics.declare(
             (t for stage in self.stages for t in stage.task_ids),
@@ -212,7 +227,7 @@ class StreamsApp:
             self._task_states = self.committer.committed_states(self._task_sources())
         if self.config.execution == "continuous" and self._workers is None:
             self._workers = ContinuousWorkers(
-                self.sc,
+                self._launcher,
                 self._blob,
                 self.config.application_id,
                 str(self.app_dir.root),
@@ -322,7 +337,7 @@ class StreamsApp:
 
     def input_waiting(self) -> bool:
         """Whether any source partition has records past its committed offset."""
-        return any(self._lag(stage, task) for stage in self.stages for task in stage.task_ids)
+        return any(n for rows in self._source_lags().values() for _, n in rows)
 
     def run_until_caught_up(
         self, timeout: float | None = None, max_batches: int = 10_000
@@ -373,7 +388,7 @@ class StreamsApp:
         """Plan, run and commit one batch (after the running one, if the app was started in
         the background: batches of one application never overlap)."""
         self._ensure_started()
-        with self._batch_lock:
+        with self._batch_lock, cyclic_gc_paused():
             self.running = RunningBatch(self._next_batch, time.monotonic(), len(self.stages))
             try:
                 progress = self._run_batch()
@@ -387,6 +402,8 @@ class StreamsApp:
     def _run_batch(self) -> BatchProgress:
         batch = self._next_batch
         started = time.perf_counter()
+        waited = self._work_unit_wait_s()
+        self._retried = set()
         progress = BatchProgress(batch)
         if isinstance(self.committer, KafkaBatchCommitter):
             self.committer.check_fence(batch)  # a newer driver took over: stop before work
@@ -414,17 +431,19 @@ class StreamsApp:
         # a retried stage may have re-assigned (an executor died during the batch)
         executors, assignment = self._executors, self._assignment
         assert assignment is not None
-        lags = {t: self._lags(s, t) for s in self.stages for t in s.task_ids}
-        progress.lag = {t: sum(n for _, n in rows) for t, rows in lags.items()}
+        lags = self._source_lags()
+        progress.lag = {sys.intern(t): sum(n for _, n in rows) for t, rows in lags.items()}
         partition_lags = {key: n for rows in lags.values() for key, n in rows}
-        progress.partition_lag = {f"{t}:{p}": n for (t, p), n in partition_lags.items()}
+        progress.partition_lag = {sys.intern(f"{t}:{p}"): n for (t, p), n in partition_lags.items()}
         progress.standbys = {
             c: sorted(
-                str(t) for t in assignment.standby.get(c, set()) | assignment.warmup.get(c, set())
+                sys.intern(str(t))
+                for t in assignment.standby.get(c, set()) | assignment.warmup.get(c, set())
             )
             for c in assignment.standby
         }
         progress.duration_ms = round((time.perf_counter() - started) * 1000, 3)
+        progress.work_unit_wait_ms = round((self._work_unit_wait_s() - waited) * 1000, 3)
         self._batch_size.observe(progress.duration_ms, self._batch_full)
         self._batch_full = False
         records_started = time.perf_counter()
@@ -449,11 +468,13 @@ class StreamsApp:
         progress.commit_ms += round((time.perf_counter() - commit_started) * 1000, 3)
         progress.add_phase("commit", (time.perf_counter() - records_started) * 1000)
         self._record_history(progress, executors, assignment)
+        elapsed = time.perf_counter() - started
         self._metrics.record_batch(
-            (time.perf_counter() - started),
+            elapsed,
             progress.commit_ms / 1000,
             partition_lags,
             progress.owners,
+            driver_s=elapsed - (self._work_unit_wait_s() - waited),
         )
         self._next_batch = batch + 1
         self.history.append(progress)
@@ -473,12 +494,17 @@ class StreamsApp:
             log.warning("%s", note)
         self._standby_note = progress.standby_note = note
 
+    def _work_unit_wait_s(self) -> float:
+        """Seconds this driver has waited for work units so far (to start and to reply)."""
+        return self._pinned_wait_s + (self._workers.waited_s if self._workers is not None else 0)
+
     def _stateful_tasks(self) -> set[str]:
         return {t for stage in self.stages if stage.changelog_topics for t in stage.task_ids}
 
     def _live_executors(self) -> list[ExecutorInfo]:
         """The executors to assign tasks to: the live ones not being removed by ``scale``."""
-        return [e for e in list_executors(self.sc) if e.id not in self._draining]
+        assert self._launcher is not None
+        return [e for e in self._launcher.executors() if e.id not in self._draining]
 
     def _assign(self, executors: list[ExecutorInfo]) -> Assignment:
         live = {e.id for e in executors}
@@ -487,6 +513,7 @@ class StreamsApp:
                 del self._reports[client]
         stateful = self._stateful_tasks()
         subs = subscriptions(executors, self._reports, stateful)
+        self._fetch_changelog_ends()
         ends: dict[str, int] = {}
 
         def end_sum(task: str) -> int:
@@ -563,15 +590,28 @@ class StreamsApp:
     def _changelog_end_sum(self, task: str) -> int:
         return sum(self._changelog_end(task).values())
 
+    def _fetch_changelog_ends(self) -> None:
+        """Ask the log for the committed end of every changelog partition at once (one
+        request on Kafka), for this batch's assignment (``_changelog_end``)."""
+        self._changelog_ends = self.log.end_offsets(
+            (topic, partition)
+            for stage in self.stages
+            for store, topic in stage.changelog_topics.items()
+            if self.topology.source_changelog_topic(store) is None
+            for partition in range(stage.partitions)
+        )
+
     def _changelog_end(self, task: str) -> dict[str, int]:
-        """Committed changelog end per store; a source table's is the committed input
-        offset (its changelog is the source topic, read no further than processed)."""
+        """Committed changelog end per store (as of ``_fetch_changelog_ends``); a source
+        table's is the committed input offset (its changelog is the source topic, read no
+        further than processed)."""
         sub, partition = (int(x) for x in task.split("_"))
         stage = self.stages[sub]
         ends = {}
         for store, topic in stage.changelog_topics.items():
             if self.topology.source_changelog_topic(store) is None:
-                ends[store] = self.log.end_offset(topic, partition)
+                known = self._changelog_ends.get((topic, partition))
+                ends[store] = self.log.end_offset(topic, partition) if known is None else known
             else:
                 ends[store] = self._committed_offsets(task).get(offset_key(topic, partition), 0)
         return ends
@@ -580,21 +620,35 @@ class StreamsApp:
         state = self._task_states.get(task)
         return dict(state.offsets) if state is not None else {}
 
-    def _lag(self, stage: Stage, task: str) -> int:
-        return sum(lag for _, lag in self._lags(stage, task))
-
-    def _lags(self, stage: Stage, task: str) -> list[tuple[tuple[str, int], int]]:
-        """End offset minus committed offset of each of the task's source partitions."""
-        partition = int(task.split("_")[1])
-        state = self._task_states.get(task)
-        lags = []
-        for topic in stage.source_topics:
-            if partition >= self.log.partitions(topic):
-                continue
-            committed = state.offsets.get(offset_key(topic, partition)) if state else None
-            start = self.log.begin_offset(topic, partition) if committed is None else committed
-            lags.append(((topic, partition), max(0, self.log.end_offset(topic, partition) - start)))
-        return lags
+    def _source_lags(self) -> dict[str, list[tuple[tuple[str, int], int]]]:
+        """End offset minus committed offset of each task's source partitions (the log asked
+        for all partitions at once)."""
+        committed: dict[str, list[tuple[tuple[str, int], int | None]]] = {}
+        for stage in self.stages:
+            counts = {topic: self.log.partitions(topic) for topic in stage.source_topics}
+            for task in stage.task_ids:
+                partition = int(task.split("_")[1])
+                state = self._task_states.get(task)
+                committed[task] = [
+                    (
+                        (topic, partition),
+                        state.offsets.get(offset_key(topic, partition)) if state else None,
+                    )
+                    for topic in stage.source_topics
+                    if partition < counts[topic]
+                ]
+        keys = [key for rows in committed.values() for key, _ in rows]
+        ends = self.log.end_offsets(keys)
+        begins = self.log.begin_offsets(
+            k for rows in committed.values() for k, o in rows if o is None
+        )
+        return {
+            task: [
+                (key, max(0, ends[key] - (begins[key] if offset is None else offset)))
+                for key, offset in rows
+            ]
+            for task, rows in committed.items()
+        }
 
     def _task_sources(self, stage: Stage | None = None) -> dict[str, list[tuple[str, int]]]:
         """Each task's source partitions (of one stage, or of all)."""
@@ -623,10 +677,6 @@ class StreamsApp:
         app = self.config.application_id
         return {self.topology.resolve_topic(t, app) for t in self.topology.internal_topics}
 
-    def _settled_end(self, topic: str, partition: int) -> int:
-        assert isinstance(self.committer, KafkaBatchCommitter)
-        return self.committer.settled_end(topic, partition)
-
     def _internal_sinks(self, stage: Stage) -> list[str]:
         """Repartition topics this stage writes (their segments get interleaved)."""
         sub = self.topology.subtopology(stage.subtopology)
@@ -650,37 +700,44 @@ class StreamsApp:
         cap = self._batch_size.cap
         topic_ids = {t: i for t in stage.source_topics if (i := self.log.topic_id(t)) is not None}
         whole = self._repartition_topics if self.kafka else set()
+        counts = {topic: self.log.partitions(topic) for topic in stage.source_topics}
+        keys = [
+            (topic, int(task.split("_")[1]))
+            for task in stage.task_ids
+            for topic in stage.source_topics
+            if int(task.split("_")[1]) < counts[topic]
+        ]
+        # every partition's offsets at once (one request each on Kafka)
+        begins = self.log.begin_offsets(keys)
+        available = self.log.end_offsets(k for k in keys if k[0] not in whole)
+        if whole:
+            assert isinstance(self.committer, KafkaBatchCommitter)
+            available.update(self.committer.settled_ends(k for k in keys if k[0] in whole))
         windows = {}
-        for task in stage.task_ids:
-            partition = int(task.split("_")[1])
-            state = self._task_states.get(task)
-            for topic in stage.source_topics:
-                if partition >= self.log.partitions(topic):
-                    continue
-                available = (
-                    self._settled_end(topic, partition)
-                    if topic in whole
-                    else self.log.end_offset(topic, partition)
-                )
-                start = input_start(
-                    SourcePosition(
-                        topic,
-                        partition,
-                        state.offsets.get(offset_key(topic, partition)) if state else None,
-                        self.log.begin_offset(topic, partition),
-                        available,
-                        self._topic_ids.get(topic),
-                        topic_ids.get(topic),
-                    ),
-                    self.config.auto_offset_reset,
-                )
-                if topic in whole:
-                    windows[(topic, partition)] = (start, max(start, available))
-                    continue
-                end = min(available, start + cap)
-                self._batch_full = self._batch_full or available > end
+        for topic, partition in keys:
+            state = self._task_states.get(f"{stage.subtopology}_{partition}")
+            end = available[(topic, partition)]
+            start = input_start(
+                SourcePosition(
+                    topic,
+                    partition,
+                    state.offsets.get(offset_key(topic, partition)) if state else None,
+                    begins[(topic, partition)],
+                    end,
+                    self._topic_ids.get(topic),
+                    topic_ids.get(topic),
+                ),
+                self.config.auto_offset_reset,
+            )
+            if topic in whole:
                 windows[(topic, partition)] = (start, max(start, end))
-        ends = aligned_ends(self.log, {k: w for k, w in windows.items() if k[0] not in whole})
+                continue
+            capped = min(end, start + cap)
+            self._batch_full = self._batch_full or end > capped
+            windows[(topic, partition)] = (start, max(start, capped))
+        ends = aligned_ends(
+            self.log, {k: w for k, w in windows.items() if k[0] not in whole}, available
+        )
         ends.update({k: end for k, (_, end) in windows.items() if k[0] in whole})
         ranges: Ranges = {task: {} for task in stage.task_ids}
         for (topic, partition), (start, _) in windows.items():
@@ -764,7 +821,13 @@ class StreamsApp:
 
         began = time.perf_counter()
         result = self.committer.run_stage(
-            batch, stage.subtopology, fix, execute, self._internal_sinks(stage)
+            batch,
+            stage.subtopology,
+            fix,
+            execute,
+            self._internal_sinks(stage),
+            # continuous execution sees every attempt; Spark may retry a pinned task unseen
+            others_ran=lambda: self._workers is None or stage.subtopology in self._retried,
         )
         spent = (time.perf_counter() - began) * 1000
         progress.commit_ms += round(spent - execute_ms, 3)
@@ -788,20 +851,23 @@ class StreamsApp:
     ) -> None:
         """Adopt a sealed stage's outcome: task states, owners, reports, progress, metrics."""
         changelogs = set(stage.changelog_topics.values())
+        # task and executor ids are interned: the progress of the last batches keeps them in
+        # several maps each, which then share one string instead of one per batch and map
         for task, entry in prepare.tasks.items():
+            task, client = sys.intern(task), sys.intern(entry.client)
             self._task_states[task] = TaskCommittedState.from_dict(entry.state)
-            progress.owners[task] = entry.client
-            self._owners[task] = entry.client
+            progress.owners[task] = client
+            self._owners[task] = client
         units = [u.as_dict() for u in prepare.reports]
         record_stage_reports(self._reports, stage.task_ids, units)
         self._metrics.record_stage(offsets.ranges if offsets is not None else {}, units, changelogs)
         for unit in prepare.reports:
+            executor = sys.intern(unit.executor)
             for result in unit.tasks:
-                progress.ran_on[result.task] = unit.executor
-                progress.restored_by_task[result.task] = result.restored_records
-                progress.restore_ms_by_task[result.task] = result.metrics.get(
-                    RESTORE_DURATION_MS, 0
-                )
+                task = sys.intern(result.task)
+                progress.ran_on[task] = executor
+                progress.restored_by_task[task] = result.restored_records
+                progress.restore_ms_by_task[task] = result.metrics.get(RESTORE_DURATION_MS, 0)
                 progress.input_records += result.input_records
                 progress.restored_records += result.restored_records
                 progress.output_records += sum(
@@ -845,6 +911,7 @@ class StreamsApp:
         previous: dict[str, Any] | None = None  # the last failure report
         for attempt in range(MAX_STAGE_ATTEMPTS):
             if attempt:
+                self._retried.update(plans)
                 executors = self._live_executors()
                 assignment = self._assign(executors)
                 self._executors, self._assignment = executors, assignment  # what the batch used
@@ -880,13 +947,16 @@ class StreamsApp:
                 if self._workers is not None:
                     reports = self._run_continuous(units, executors, assignment)
                 else:
-                    app_id, needed = self.config.application_id, [(u[2], u[3]) for u in units]
-                    check_free(self.sc, app_id, needed)
-                    outputs = run_pinned_watched(
-                        self.sc,
-                        [(json.dumps(spec), ex) for _, spec, ex, _ in units],
-                        make_work(self._blob),
+                    payloads = [(json.dumps(spec), ex) for _, spec, ex, _ in units]
+                    assert self._launcher is not None
+                    self._launcher.check_slots_free(
+                        self.config.application_id, [(u[2], u[3]) for u in units]
                     )
+                    began = time.monotonic()
+                    try:
+                        outputs = run_pinned_watched(self.sc, payloads, make_work(self._blob))
+                    finally:
+                        self._pinned_wait_s += time.monotonic() - began
                     reports = [json.loads(out) for out in outputs]
             except TaskSlotsHeldError:
                 raise  # another application holds the slots until it stops: no retry helps
@@ -927,7 +997,8 @@ class StreamsApp:
         An executor still listed after ``EXECUTOR_LOSS_WAIT_S`` lost only a worker."""
         deadline = time.monotonic() + EXECUTOR_LOSS_WAIT_S
         while executors and time.monotonic() < deadline:
-            if not executors & {e.id for e in list_executors(self.sc)}:
+            assert self._launcher is not None
+            if not executors & {e.id for e in self._launcher.executors()}:
                 return
             time.sleep(0.05)
 

@@ -300,5 +300,5 @@ def app_dir_for(config: Any) -> Path:
     from streamtide.log.factory import is_kafka_url, log_path
 
     if is_kafka_url(config.log):
-        return Path(config.state_dir).resolve() / "_apps" / config.application_id
+        return config.local_state_dir().resolve() / "_apps" / config.application_id
     return Path(log_path(config.log)).resolve() / "_apps" / config.application_id

@@ -149,16 +149,25 @@ class BatchCommitter:
         fix_ranges: FixRanges,
         execute: Execute,
         internal_sinks: Sequence[str] = (),
+        others_ran: Callable[[], bool] = lambda: True,
     ) -> StageResult:
-        """Bring one stage of ``batch`` to sealed, from wherever the directory says it is."""
+        """Bring one stage of ``batch`` to sealed, from wherever the directory says it is.
+
+        ``others_ran`` tells, once ``execute`` returned, whether attempts besides the ones
+        it reports may have written segments (a retry, or retries the caller cannot see):
+        only then are the stage's unsealed segments looked for and deleted after the seal,
+        which lists every partition of the log. A stage whose ranges an earlier driver fixed
+        is always swept."""
         offsets, prepare, step, resumed = self._ranges_recorded(batch, stage, fix_ranges)
+        sweep = True
         if step is StageStep.RUN:
             assert offsets is not None
             prepare = self._run(batch, stage, offsets, execute, internal_sinks)
             step = StageStep.SEAL
+            sweep = offsets.epoch != self.epoch or others_ran()
         assert prepare is not None
         if step is StageStep.SEAL:
-            self._seal(prepare)
+            self._seal(prepare, sweep=sweep)
         elif step is StageStep.DONE:  # sealed by a driver that may have died before sweeping
             self.sweep(writer_prefix(self.application_id, batch, stage))
         return StageResult(prepare, offsets, resumed)
@@ -203,7 +212,7 @@ class BatchCommitter:
         (``engine.interleave``); the merged segments replace the tasks' own."""
         return interleave_segments(self.log, raw, internal_sinks, writer)
 
-    def _seal(self, prepare: PrepareRecord) -> None:
+    def _seal(self, prepare: PrepareRecord, *, sweep: bool = True) -> None:
         self.app_dir.check_fence()
         by_partition: dict[tuple[str, int], list[tuple[SegmentRef, str]]] = {}
         for ref, seal_id in prepare.seals(self.application_id):
@@ -220,7 +229,8 @@ class BatchCommitter:
         self.app_dir.create_seal(
             SealRecord(prepare.batch, prepare.stage, self.epoch, prepare.attempt)
         )
-        self.sweep(writer_prefix(self.application_id, prepare.batch, prepare.stage))
+        if sweep:
+            self.sweep(writer_prefix(self.application_id, prepare.batch, prepare.stage))
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._seal_pool is None:

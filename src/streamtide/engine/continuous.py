@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import select
 import socket
 import threading
 import time
@@ -26,13 +27,13 @@ from streamtide.engine.channel import (
     HandshakeError,
     accept,
     new_secret,
+    pending,
     recv_message,
     send_message,
 )
 from streamtide.engine.channel_tls import new_identity
-from streamtide.engine.control_address import control_address
-from streamtide.engine.interop import ExecutorInfo, busy_slots, list_executors, run_pinned
-from streamtide.engine.worker import make_serve
+from streamtide.engine.interop import ExecutorInfo
+from streamtide.engine.launcher import WorkUnitLauncher
 from streamtide.errors import StreamtideError
 
 log = logging.getLogger("streamtide.engine")
@@ -85,7 +86,7 @@ class ContinuousWorkers:
 
     def __init__(
         self,
-        sc: Any,
+        launcher: WorkUnitLauncher,
         blob: bytes,
         application_id: str,
         app_dir: str,
@@ -94,7 +95,7 @@ class ContinuousWorkers:
         connect_timeout: float = 120.0,
         max_age: float = 3600.0,
     ) -> None:
-        self._sc = sc
+        self._launcher = launcher
         self._blob = blob
         self._application_id = application_id
         self._app_dir = app_dir
@@ -103,10 +104,7 @@ class ContinuousWorkers:
         self._max_age = max_age
         self._secret = new_secret()
         self._identity = new_identity()
-        conf = sc.getConf()
-        self._bind, self._host = control_address(
-            conf.get("spark.driver.bindAddress"), conf.get("spark.driver.host"), sc.master
-        )
+        self._bind, self._host = launcher.control_address()
         self._server = socket.create_server((self._bind, 0), family=_family(self._bind))
         self._port = self._server.getsockname()[1]
         self._pending = threading.BoundedSemaphore(MAX_PENDING_HANDSHAKES)
@@ -115,11 +113,14 @@ class ContinuousWorkers:
         self._changed = threading.Condition()
         self._closed = False
         self.launched = 0  # Spark jobs started (each one long-running work unit)
+        #: Seconds spent waiting for work units: to connect, and for the replies to requests
+        #: (the rest of a batch's wall time is the driver's own).
+        self.waited_s = 0.0
         self._acceptor = threading.Thread(
             target=self._accept_loop, name="streamtide-control", daemon=True
         )
         self._acceptor.start()
-        self._holding = slot_registry.hold(sc, application_id, self._held_slots)
+        self._holding = launcher.hold_slots(application_id, self._held_slots)
 
     # ---- connections ---------------------------------------------------------------------
 
@@ -182,9 +183,13 @@ class ContinuousWorkers:
         with self._changed:
             self._check_free(slots)
             launched = [self._current(key, executor) for key, executor in slots.items()]
-            deadline = time.monotonic() + self._connect_timeout
-            for slot in launched:
-                self._wait_connected(slot, deadline, slots)
+            began = time.monotonic()
+            deadline = began + self._connect_timeout
+            try:
+                for slot in launched:
+                    self._wait_connected(slot, deadline, slots)
+            finally:
+                self.waited_s += time.monotonic() - began
 
     def _held_slots(self) -> dict[str, int]:
         """Slots this application's work units hold now, per executor (for the registry)."""
@@ -198,8 +203,7 @@ class ContinuousWorkers:
         """Fail at once when another application of the session holds slots these need;
         the work units launched for them and still waiting are cancelled."""
         try:
-            slot_registry.check_free(
-                self._sc,
+            self._launcher.check_slots_free(
                 self._application_id,
                 [(executor, key.slot) for key, executor in slots.items()],
                 self._holding,
@@ -209,7 +213,7 @@ class ContinuousWorkers:
                 slot = self._slots.get(key)
                 if slot is not None and not slot.connected and slot.ended is None:
                     slot.ended = "cancelled: another application holds the slots"
-                    self._sc.cancelJobGroup(self._group(slot))
+                    self._launcher.cancel(self._group(slot))
             raise
 
     def _current(self, key: SlotKey, executor: ExecutorInfo) -> _Slot:
@@ -237,7 +241,7 @@ class ContinuousWorkers:
                 )
             left = deadline - time.monotonic()
             if left <= 0:
-                busy = busy_slots(self._sc).get(key.executor)
+                busy = self._launcher.busy_slots().get(key.executor)
                 raise WorkerLostError(
                     f"work unit {key} did not connect within {self._connect_timeout:.0f} s "
                     "(continuous execution needs one free task slot per work unit; Spark "
@@ -248,7 +252,7 @@ class ContinuousWorkers:
             self._changed.wait(min(left, 0.5))
             if not slot.connected:  # another application may have taken the slots meanwhile
                 self._check_free(wanted)
-            if not slot.connected and not _listed(self._sc, key.executor):
+            if not slot.connected and not self._listed(key.executor):
                 # pinned to an executor that died meanwhile: Spark would run it elsewhere
                 # only once a core is free there, which may take long; re-plan now
                 raise WorkerLostError(f"work unit {key}: executor {key.executor} is gone", lost)
@@ -286,9 +290,8 @@ class ContinuousWorkers:
 
     def _run_job(self, slot: _Slot, payload: str) -> None:
         try:
-            self._sc.setJobGroup(self._group(slot), f"Streamtide work unit {slot.key}", True)
-            outputs = run_pinned(self._sc, [(payload, slot.executor)], make_serve(self._blob))
-            ended = json.loads(outputs[0]).get("ended", "ended") if outputs else "ended"
+            output = self._launcher.serve(payload, slot.executor, self._blob, self._group(slot))
+            ended = json.loads(output).get("ended", "ended")
         except Exception as exc:  # the executor died or the job was cancelled
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
             ended = f"its Spark job failed: {first}"
@@ -323,6 +326,7 @@ class ContinuousWorkers:
         for key in sent:
             slot = self._slots[key]
             try:
+                self._await_reply(slot.sock)  # type: ignore[arg-type]
                 replies[key] = recv_message(slot.sock)  # type: ignore[arg-type]
             except ChannelClosedError as exc:
                 lost[key] = str(exc)
@@ -333,6 +337,17 @@ class ContinuousWorkers:
                 frozenset(k.executor for k in lost),
             )
         return replies
+
+    def _await_reply(self, sock: socket.socket) -> None:
+        """Block until ``sock`` has data (or closed), counting the time in ``waited_s``."""
+        if pending(sock):  # TLS already decrypted the reply: select cannot see it
+            return
+        began = time.monotonic()
+        try:
+            select.select([sock], [], [])
+        except (OSError, ValueError):
+            pass  # closed meanwhile: the read that follows reports it
+        self.waited_s += time.monotonic() - began
 
     def notify(self, key: SlotKey, message: dict[str, Any]) -> None:
         """Send a message that has no reply (a lost slot is noticed at its next request)."""
@@ -363,6 +378,11 @@ class ContinuousWorkers:
                 slot.sock.close()
             slot.ended = slot.ended or "its control connection broke"
             self._changed.notify_all()
+
+    def _listed(self, executor_id: str) -> bool:
+        return executor_id == "driver" or any(
+            e.id == executor_id for e in self._launcher.executors()
+        )
 
     # ---- stopping ------------------------------------------------------------------------
 
@@ -406,14 +426,10 @@ class ContinuousWorkers:
             if slot.thread is not None:
                 slot.thread.join(max(0.0, deadline - time.monotonic()))
             if slot.thread is not None and slot.thread.is_alive():
-                self._sc.cancelJobGroup(self._group(slot))
+                self._launcher.cancel(self._group(slot))
         for slot in list(self._slots.values()):
             if slot.sock is not None:
                 slot.sock.close()
-
-
-def _listed(sc: Any, executor_id: str) -> bool:
-    return executor_id == "driver" or any(e.id == executor_id for e in list_executors(sc))
 
 
 def _alive(slot: _Slot) -> bool:

@@ -40,6 +40,7 @@ import os
 import socket
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from streamtide.engine.app_dir import AppDirectory
@@ -57,6 +58,11 @@ log = logging.getLogger(__name__)
 
 #: How long a stage waits for committed transactions to become readable (``settled_end``).
 SETTLE_WAIT_S = 5.0
+#: Tasks whose transactional ids a starting driver initialises at once (``fence_tasks``).
+FENCE_THREADS = 16
+#: Repartition records are purged at most this often (Kafka Streams' default
+#: ``repartition.purge.interval.ms``): each purge is a few requests to every broker.
+PURGE_INTERVAL_S = 30.0
 
 #: Where drivers record their batch commits, in transactions that fence older drivers.
 DRIVERS_TOPIC = "_streamtide-drivers"
@@ -70,6 +76,7 @@ class KafkaBatchCommitter(BatchCommitter):
         super().__init__(app_dir, log_, application_id)
         self._group: GroupOffsets | None = None
         self._purged: dict[tuple[str, int], int] = {}
+        self._purge_due = 0.0  # time.monotonic() of the next purge
         self._fence: KafkaTransaction | None = None
         self._driver = f"{socket.gethostname()}:{os.getpid()}"
 
@@ -113,17 +120,26 @@ class KafkaBatchCommitter(BatchCommitter):
 
     def fence_tasks(self, task_ids: Iterable[str]) -> None:
         """Initialise the transactional id of every task: earlier producers of the tasks are
-        fenced and what they left open is aborted."""
-        for task in task_ids:
-            where = f"task {task} of application {self.application_id!r}"
-            try:
-                KafkaTransaction(
-                    self.log, transactional_id(self.application_id, task), where
-                ).close()
-            except ProducerFencedError as exc:
-                raise FencedError(
-                    f"{where}: another instance of the application fenced this driver ({exc})"
-                ) from exc
+        fenced and what they left open is aborted. Each id is a producer and a few round
+        trips of its own, so ``FENCE_THREADS`` of them are initialised at once (an
+        application of a thousand partitions has thousands of tasks)."""
+        tasks = list(task_ids)
+        if len(tasks) <= 1:
+            for task in tasks:
+                self._fence_task(task)
+            return
+        with ThreadPoolExecutor(FENCE_THREADS, thread_name_prefix="streamtide-fence") as pool:
+            for future in [pool.submit(self._fence_task, task) for task in tasks]:
+                future.result()
+
+    def _fence_task(self, task: str) -> None:
+        where = f"task {task} of application {self.application_id!r}"
+        try:
+            KafkaTransaction(self.log, transactional_id(self.application_id, task), where).close()
+        except ProducerFencedError as exc:
+            raise FencedError(
+                f"{where}: another instance of the application fenced this driver ({exc})"
+            ) from exc
 
     def committed_states(
         self, sources: dict[str, list[tuple[str, int]]]
@@ -142,40 +158,60 @@ class KafkaBatchCommitter(BatchCommitter):
 
     def settled_end(self, topic: str, partition: int) -> int:
         """The last stable offset of a repartition partition once no transaction is open on
-        it (every writer of the application committed or aborted before the stage began);
+        it (``settled_ends`` of one partition)."""
+        return self.settled_ends([(topic, partition)])[(topic, partition)]
+
+    def settled_ends(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The last stable offset of each repartition partition once no transaction is open
+        on it (every writer of the application committed or aborted before the stage began);
         after ``SETTLE_WAIT_S`` whatever is stable then (a writer that never ended its
-        transaction is fenced and aborted by the task's next owner)."""
-        end = self.log.end_offset(topic, partition)
+        transaction is fenced and aborted by the task's next owner). Asks for all of them at
+        once, and again for those still unsettled."""
+        wanted = list(partitions)
+        ends = self.log.end_offsets(wanted)
         deadline = time.monotonic() + SETTLE_WAIT_S
         pause = 0.002
-        while end < (written := self.log.high_watermark(topic, partition)):  # type: ignore[attr-defined]
+        open_ = wanted
+        while open_:
+            written = self.log.high_watermarks(open_)  # type: ignore[attr-defined]
+            open_ = [key for key in open_ if ends[key] < written[key]]
+            if not open_:
+                break
             if time.monotonic() > deadline:
-                log.warning(
-                    "%s/%d: records up to offset %d are not readable yet after %.0f s "
-                    "(an open transaction); the stage reads up to %d",
-                    topic,
-                    partition,
-                    written,
-                    SETTLE_WAIT_S,
-                    end,
-                )
+                for topic, partition in open_:
+                    log.warning(
+                        "%s/%d: records up to offset %d are not readable yet after %.0f s "
+                        "(an open transaction); the stage reads up to %d",
+                        topic,
+                        partition,
+                        written[(topic, partition)],
+                        SETTLE_WAIT_S,
+                        ends[(topic, partition)],
+                    )
                 break
             time.sleep(pause)
             pause = min(pause * 2, 0.1)
-            end = self.log.end_offset(topic, partition)
-        return end
+            ends.update(self.log.end_offsets(open_))
+        return ends
 
-    def purge(self, consumed: dict[tuple[str, int], int]) -> None:
-        """Delete repartition records below what their consumers committed."""
-        for (topic, partition), offset in consumed.items():
-            if self._purged.get((topic, partition), -1) >= offset:
-                continue
-            try:
-                self.log.truncate_before(topic, partition, offset)
-            except LogError as exc:  # purging is housekeeping: never fail a batch for it
-                log.warning("cannot purge %s/%d below %d: %s", topic, partition, offset, exc)
-                continue
-            self._purged[(topic, partition)] = offset
+    def purge(self, consumed: dict[tuple[str, int], int], *, force: bool = False) -> None:
+        """Delete repartition records below what their consumers committed, at most every
+        ``PURGE_INTERVAL_S`` (``force``: now), in one request per broker."""
+        now = time.monotonic()
+        if not force and now < self._purge_due:
+            return
+        self._purge_due = now + PURGE_INTERVAL_S
+        due = {
+            key: offset for key, offset in consumed.items() if self._purged.get(key, -1) < offset
+        }
+        if not due:
+            return
+        try:
+            self.log.truncate_before_many(due)  # type: ignore[attr-defined]
+        except LogError as exc:  # purging is housekeeping: never fail a batch for it
+            log.warning("cannot purge %d repartition partition(s): %s", len(due), exc)
+            return
+        self._purged.update(due)
 
     def sweep_committed(self, last_batch: int) -> int:
         return 0  # no unsealed segments on Kafka: a losing attempt's transaction was aborted
@@ -188,7 +224,7 @@ class KafkaBatchCommitter(BatchCommitter):
     ) -> list[dict[str, Any]]:
         return []  # repartition records are in Kafka already, in the order they committed
 
-    def _seal(self, prepare: PrepareRecord) -> None:
+    def _seal(self, prepare: PrepareRecord, *, sweep: bool = True) -> None:
         """Every task committed its transaction before the prepare: nothing to seal."""
         self.app_dir.check_fence()
         self.app_dir.create_seal(

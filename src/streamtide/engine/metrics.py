@@ -55,6 +55,13 @@ class AppMetrics:
             buckets=_BUCKETS,
             registry=r,
         )
+        self.driver_duration = Histogram(
+            "streamtide_batch_driver_seconds",
+            "The driver's own wall time of each committed batch: its wall time minus the time "
+            "it waited for work units to start and reply.",
+            buckets=_BUCKETS,
+            registry=r,
+        )
         self.commit_duration = Histogram(
             "streamtide_commit_duration_seconds",
             "Wall time of each batch's commit: sealing its stages and writing its commit record.",
@@ -160,9 +167,11 @@ class AppMetrics:
         commit_s: float,
         lags: Mapping[tuple[str, int], int],
         owners: Mapping[str, str],
+        driver_s: float | None = None,
     ) -> None:
         """Add one committed batch: its durations, the lag it left, where its tasks ran."""
         self.batch_duration.observe(duration_s)
+        self.driver_duration.observe(duration_s if driver_s is None else driver_s)
         self.commit_duration.observe(commit_s)
         for (topic, partition), lag in lags.items():
             self.lag.labels(topic=topic, partition=str(partition)).set(lag)

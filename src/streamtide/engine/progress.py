@@ -34,7 +34,9 @@ class BatchProgress:
 
     ``committed_at`` is the epoch ms of its commit; ``partition_lag`` maps
     ``"topic:partition"`` to end offset minus committed offset after the batch;
-    ``phases_ms`` says where the batch's time went (``PHASES``).
+    ``work_unit_wait_ms`` is the part of ``duration_ms`` the driver waited for work units
+    (to start and to reply): the rest is the driver's own work. ``phases_ms`` says where the
+    batch's time went (``PHASES``).
     """
 
     batch: int
@@ -57,6 +59,7 @@ class BatchProgress:
     partition_lag: dict[str, int] = field(default_factory=dict)
     #: Why fewer standbys than configured are kept (engine.placement.standby_shortfall).
     standby_note: str | None = None
+    work_unit_wait_ms: float = 0.0
     phases_ms: dict[str, float] = field(default_factory=dict)
 
     def add_phase(self, phase: str, ms: float) -> None:

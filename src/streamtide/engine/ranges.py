@@ -12,6 +12,7 @@ the longest prefix of its window whose timestamps stay ``<= T``. The partition t
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,14 +23,20 @@ from streamtide.log.api import Log
 Windows = dict[tuple[str, int], tuple[int, int]]
 
 
-def aligned_ends(log: Log, windows: Windows) -> dict[tuple[str, int], int]:
+def aligned_ends(
+    log: Log, windows: Windows, log_ends: Mapping[tuple[str, int], int] | None = None
+) -> dict[tuple[str, int], int]:
     """The end offset per partition after cutting every window at the common time ``T``.
 
-    Timestamps are read only when the cut can matter: some partition has more input than its
-    window, and at least two partitions have input (the usual caught-up batch reads nothing).
+    ``log_ends`` are the partitions' end offsets when the windows were fixed (asked of the
+    log when not given). Timestamps are read only when the cut can matter: some partition
+    has more input than its window, and at least two partitions have input (the usual
+    caught-up batch reads nothing).
     """
     busy = [key for key, (start, end) in windows.items() if end > start]
-    capped = [key for key in busy if windows[key][1] < log.end_offset(*key)]
+    if log_ends is None:
+        log_ends = log.end_offsets(busy)
+    capped = [key for key in busy if windows[key][1] < log_ends[key]]
     if not capped or len(busy) < 2:
         return {key: end for key, (_, end) in windows.items()}
     tables: dict[tuple[str, int], pa.Table] = {}
@@ -39,7 +46,7 @@ def aligned_ends(log: Log, windows: Windows) -> dict[tuple[str, int], int]:
             continue
         table = log.read_table(topic, partition, start, end)
         tables[(topic, partition)] = table
-        if end < log.end_offset(topic, partition) and table.num_rows:
+        if end < log_ends[(topic, partition)] and table.num_rows:
             limit = min(limit, pc.max(table.column("timestamp")).as_py())
     ends = {}
     for key, (_start, end) in windows.items():

@@ -143,6 +143,16 @@ class Log(ABC):
     def begin_offset(self, topic: str, partition: int) -> int:
         """The first offset still readable; above 0 after ``truncate_before``."""
 
+    def end_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """``end_offset`` of many ``(topic, partition)`` at once: a driver planning a batch
+        asks for every partition of the application, which a log may answer in one request
+        (Kafka does) instead of one per partition."""
+        return {(t, p): self.end_offset(t, p) for t, p in partitions}
+
+    def begin_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """``begin_offset`` of many ``(topic, partition)`` at once (see ``end_offsets``)."""
+        return {(t, p): self.begin_offset(t, p) for t, p in partitions}
+
     # -- reading -----------------------------------------------------------------------------
 
     @abstractmethod

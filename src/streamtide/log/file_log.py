@@ -310,13 +310,13 @@ class FileLog(Log):
             existing = part.refresh().by_seal_id.get(seal_id)
             if existing is not None:
                 return same_seal(existing, segment.name, seal_id)
-            count = part.segment_count(segment.name)
+            count, crc = part.inspect(segment.name)
             if count != segment.record_count:
                 raise SegmentError(
                     f"segment {segment.name} of {part.where} holds {count} records, its "
                     f"reference says {segment.record_count}"
                 )
-            return part.seal(segment.name, count, segment.writer_id, seal_id)
+            return part.seal(segment.name, count, segment.writer_id, seal_id, crc)
 
     def list_unsealed(self, topic: str, partition: int) -> list[SegmentRef]:
         with self._lock:
@@ -333,9 +333,11 @@ class FileLog(Log):
         self._check_open()
         removed = 0
         for topic in self.list_topics() if topics is None else list(topics):
-            for partition in range(self.partitions(topic)):
+            with self._lock:  # the topic's metadata read once, as a write would
+                count = self._read_partition_count(topic)
+            for partition in range(count):
                 with self._lock:
-                    part = self._partition(topic, partition, verify=True)
+                    part = self._partition(topic, partition)
                     removed += part.abort_by_prefix(writer_prefix)
         return removed
 

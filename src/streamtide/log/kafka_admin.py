@@ -9,7 +9,7 @@ missing topic creates it on brokers that auto-create topics (the test broker doe
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from streamtide.log.errors import LogError, LogUnavailableError
@@ -77,37 +77,71 @@ class KafkaAdmin:
 
     def delete_records(self, topic: str, partition: int, offset: int) -> int:
         """Purge the records below ``offset``; returns the new low watermark."""
+        return self.delete_records_many({(topic, partition): offset})[(topic, partition)]
+
+    def delete_records_many(
+        self, offsets: Mapping[tuple[str, int], int]
+    ) -> dict[tuple[str, int], int]:
+        """``delete_records`` of many partitions in one request per broker; returns each
+        partition's new low watermark."""
         from confluent_kafka import TopicPartition
 
-        target = TopicPartition(topic, partition, offset)
-        futures = self.client.delete_records([target], request_timeout=self.timeout_s)
-        try:
-            result = next(iter(futures.values())).result(self.timeout_s)
-        except Exception as e:
-            if error_name(e) == "POLICY_VIOLATION":
-                raise LogError(
-                    f"cannot truncate {topic}/{partition}: the broker refuses to delete records "
-                    "of a topic with cleanup.policy=compact"
-                ) from None
-            raise translate(e, f"truncating {topic}/{partition} before {offset}") from None
-        return int(result.low_watermark)
+        if not offsets:
+            return {}
+        targets = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+        futures = self.client.delete_records(targets, request_timeout=self.timeout_s)
+        found = {}
+        deadline = time.monotonic() + self.timeout_s
+        for target, future in futures.items():
+            where = f"{target.topic}/{target.partition}"
+            try:
+                result = future.result(max(0.0, deadline - time.monotonic()))
+            except Exception as e:
+                if error_name(e) == "POLICY_VIOLATION":
+                    raise LogError(
+                        f"cannot truncate {where}: the broker refuses to delete records of a "
+                        "topic with cleanup.policy=compact"
+                    ) from None
+                raise translate(e, f"truncating {where} before {target.offset}") from None
+            found[(target.topic, target.partition)] = int(result.low_watermark)
+        return found
 
     def high_watermark(self, topic: str, partition: int) -> int:
         """The offset after the partition's last record, committed or not (a read_committed
         reader's end is the last stable offset, which an open transaction holds back)."""
+        return self.list_offsets([(topic, partition)], "high")[(topic, partition)]
+
+    def list_offsets(
+        self, partitions: Iterable[tuple[str, int]], which: str
+    ) -> dict[tuple[str, int], int]:
+        """One offset of each partition, in one request per broker: ``"begin"`` (the first
+        readable), ``"end"`` (the last stable offset: a read_committed reader's end) or
+        ``"high"`` (the high watermark: after the last record, committed or not)."""
         from confluent_kafka import IsolationLevel, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
-        target = TopicPartition(topic, partition)
+        wanted = list(dict.fromkeys(partitions))
+        if not wanted:
+            return {}
+        spec = OffsetSpec.earliest() if which == "begin" else OffsetSpec.latest()
+        isolation = (
+            IsolationLevel.READ_COMMITTED if which == "end" else IsolationLevel.READ_UNCOMMITTED
+        )
         futures = self.client.list_offsets(
-            {target: OffsetSpec.latest()},
-            isolation_level=IsolationLevel.READ_UNCOMMITTED,
+            {TopicPartition(t, p): spec for t, p in wanted},
+            isolation_level=isolation,
             request_timeout=self.timeout_s,
         )
-        try:
-            return int(next(iter(futures.values())).result(self.timeout_s).offset)
-        except Exception as e:
-            raise translate(e, f"reading the high watermark of {topic}/{partition}") from None
+        found = {}
+        deadline = time.monotonic() + self.timeout_s
+        for target, future in futures.items():
+            try:
+                result = future.result(max(0.0, deadline - time.monotonic()))
+            except Exception as e:
+                where = f"{target.topic}/{target.partition}"
+                raise translate(e, f"reading the {which} offset of {where} in {self.url}") from None
+            found[(target.topic, target.partition)] = int(result.offset)
+        return found
 
     def await_metadata(self, topic: str, partitions: int | None) -> None:
         """Wait until metadata shows ``topic`` with ``partitions`` (None: no longer shows it):

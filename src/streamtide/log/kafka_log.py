@@ -52,6 +52,8 @@ from streamtide.log.kafka_write import produce_all
 from streamtide.log.segments import iter_records
 from streamtide.log.segments import to_table as to_segment_table
 
+#: The timestamps with which a ListOffsets request asks for the first and the next offset.
+_EARLIEST, _LATEST = -2, -1
 _TOPIC_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,248}$")
 _MAX_PARTITIONS = 100_000
 _CHUNK = 10_000
@@ -164,6 +166,12 @@ class KafkaLog(Log):
     def describe_topic(self, name: str) -> TopicDescription:
         return TopicDescription(name, self._count(name, verify=True))
 
+    def partitions(self, name: str) -> int:
+        """The topic's partition count, from this handle's metadata (asked of the cluster the
+        first time): a driver asks it for every task of every batch, and one metadata
+        request names every partition of every topic. ``describe_topic`` asks anew."""
+        return self._count(name)
+
     def topic_configs(self, name: str) -> dict[str, str]:
         """The topic's effective configs as the broker reports them (``cleanup.policy``,
         ``retention.ms``, ...)."""
@@ -177,6 +185,51 @@ class KafkaLog(Log):
 
     def begin_offset(self, topic: str, partition: int) -> int:
         return self._watermarks(topic, partition)[0]
+
+    def end_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Last stable offsets of many partitions in one request per broker."""
+        return self._list_offsets(partitions, "end")
+
+    def begin_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Low watermarks of many partitions in one request per broker."""
+        return self._list_offsets(partitions, "begin")
+
+    def high_watermarks(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """``high_watermark`` of many partitions in one request per broker."""
+        return self._list_offsets(partitions, "high")
+
+    def _list_offsets(
+        self, partitions: Iterable[tuple[str, int]], which: str
+    ) -> dict[tuple[str, int], int]:
+        """One ListOffsets request per broker. Begin and end offsets go through the
+        read_committed consumer (``offsets_for_times`` with Kafka's "earliest" and "latest"
+        timestamps: the end is then the last stable offset), which costs a fraction of the
+        admin client's future per partition; high watermarks through the admin client."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        wanted = list(dict.fromkeys(partitions))
+        for topic, partition in wanted:
+            self._check_partition(topic, partition)
+        if which == "high" or not wanted:
+            return self._admin().list_offsets(wanted, which)
+        stamp = _EARLIEST if which == "begin" else _LATEST
+        consumer = self._consumer()
+        try:
+            found = consumer.offsets_for_times(
+                [TopicPartition(t, p, stamp) for t, p in wanted], timeout=self.timeout_s
+            )
+        except Exception as e:
+            raise translate(
+                e, f"reading the {which} offsets of {len(wanted)} partition(s)"
+            ) from None
+        offsets = {}
+        for tp in found:
+            if tp.error is not None:
+                raise self._read_error(
+                    KafkaException(tp.error), tp.topic, tp.partition, "reading the offsets of"
+                )
+            offsets[(tp.topic, tp.partition)] = int(tp.offset)
+        return offsets
 
     def high_watermark(self, topic: str, partition: int) -> int:
         """The offset after the last record written, committed or not; ``end_offset`` (the last
@@ -363,6 +416,28 @@ class KafkaLog(Log):
         if offset <= low:
             return low
         return self._admin().delete_records(topic, partition, offset)
+
+    def truncate_before_many(
+        self, offsets: Mapping[tuple[str, int], int]
+    ) -> dict[tuple[str, int], int]:
+        """``truncate_before`` of many partitions, in three requests per broker whatever
+        their number; returns each partition's new begin offset."""
+        self._check_open()
+        wanted = {key: _offset(offset, "offset") for key, offset in offsets.items()}
+        if wanted:  # writes re-read the metadata first (see the module docstring): once
+            self._metadata()
+        for topic, partition in wanted:
+            self._check_partition(topic, partition)
+        begins = self._list_offsets(wanted, "begin")
+        ends = self._list_offsets(wanted, "end")
+        for (topic, partition), offset in wanted.items():
+            if offset > ends[(topic, partition)]:
+                raise OffsetOutOfRangeError(
+                    f"cannot truncate {topic}/{partition} before {offset}: its end offset is "
+                    f"{ends[(topic, partition)]}"
+                )
+        due = {key: offset for key, offset in wanted.items() if offset > begins[key]}
+        return {**begins, **self._admin().delete_records_many(due)}
 
     # -- lifecycle ---------------------------------------------------------------------------
 

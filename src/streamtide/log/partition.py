@@ -21,6 +21,8 @@ import json
 import logging
 import time
 import zlib
+from collections.abc import Callable
+from typing import TypeVar
 
 import pyarrow as pa
 
@@ -50,6 +52,7 @@ from streamtide.log.segments import (
 from streamtide.log.storage import TMP_PREFIX, LocalStorage
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SUBDIRS = ("segments", "manifest", "checkpoints")
 _KEEP_CHECKPOINTS = 2
@@ -87,11 +90,14 @@ class Partition:
         self._maybe_checkpoint()
         return st
 
-    def seal(self, name: str, count: int, writer_id: str, seal_id: str) -> int:
+    def seal(
+        self, name: str, count: int, writer_id: str, seal_id: str, crc: int | None = None
+    ) -> int:
         """Create the seal entry for a written segment (retrying after lost races); returns its
-        base offset, or the first one if ``seal_id`` was sealed before."""
+        base offset, or the first one if ``seal_id`` was sealed before. ``crc``: the file's
+        crc32, if the caller read it already (``inspect``)."""
         st = self.refresh()
-        crc = self._checksum(name)
+        crc = self._checksum(name) if crc is None else crc
         while True:
             existing = st.by_seal_id.get(seal_id)
             if existing is not None:
@@ -145,13 +151,7 @@ class Partition:
         return st.last_hash
 
     def _checksum(self, name: str) -> int:
-        rel = f"{self._segments}/{name}"
-        try:
-            return zlib.crc32(self.storage.read_buffer(rel))
-        except FileNotFoundError:
-            raise SegmentError(
-                f"segment {rel} does not exist (never written, aborted or truncated)"
-            ) from None
+        return self._read_segment_file(name, lambda rel: zlib.crc32(self.storage.read_buffer(rel)))
 
     def _write_head(self) -> None:
         st = self.state
@@ -257,11 +257,27 @@ class Partition:
         self.storage.write_table(f"{self._segments}/{name}", with_metadata(table, writer_id))
         return name
 
+    def inspect(self, name: str) -> tuple[int, int]:
+        """A segment file's record count (from its footer, which checks the file is whole)
+        and its crc32, from one read of the file."""
+
+        def count_and_crc(rel: str) -> tuple[int, int]:
+            buffer = self.storage.read_buffer(rel)
+            return count_from_schema(self.storage.schema_of(buffer), rel), zlib.crc32(buffer)
+
+        return self._read_segment_file(name, count_and_crc)
+
     def segment_count(self, name: str) -> int:
         """The record count in a segment file's footer (checks the file is whole)."""
+        return self._read_segment_file(
+            name, lambda rel: count_from_schema(self.storage.read_schema(rel), rel)
+        )
+
+    def _read_segment_file(self, name: str, read: Callable[[str], T]) -> T:
+        """``read(path)`` of a segment file, its failures as ``SegmentError``."""
         rel = f"{self._segments}/{name}"
         try:
-            return count_from_schema(self.storage.read_schema(rel), rel)
+            return read(rel)
         except FileNotFoundError:
             raise SegmentError(
                 f"segment {rel} does not exist (never written, aborted or truncated)"

@@ -65,6 +65,11 @@ class LocalStorage:
             return f.read_buffer()
 
     @staticmethod
+    def schema_of(buffer: pa.Buffer) -> pa.Schema:
+        """The schema (with metadata) of an Arrow IPC file's bytes."""
+        return ipc.open_file(buffer).schema
+
+    @staticmethod
     def table_of(buffer: pa.Buffer) -> pa.Table:
         """The table in an Arrow IPC file's bytes."""
         return ipc.open_file(buffer).read_all()

@@ -97,8 +97,9 @@ REPLICA_STEP = 2_000
 
 
 def client_state_dir(config: StreamsConfig, client: str) -> Path:
-    """Where one executor keeps its tasks' local state (executors may share a disk)."""
-    return Path(config.state_dir) / f"client-{client}"
+    """Where one executor keeps its tasks' local state (executors may share a disk):
+    ``state_dir`` as this host expands it (``StreamsConfig.local_state_dir``)."""
+    return config.local_state_dir() / f"client-{client}"
 
 
 def writer_prefix(application_id: str, batch: int, stage: int) -> str:
