@@ -45,6 +45,9 @@ from tests.engine.scenarios import (
     write_events,
 )
 
+# long enough that a failover batch that waited it out cannot pass for a busy machine's
+LOCALITY_WAIT_MS = 300_000
+
 
 def placement_ok(progress) -> bool:
     return all(p.ran_on.get(t) == p.owners.get(t) for p in progress for t in p.owners)
@@ -56,7 +59,9 @@ def main(workdir: str) -> None:
     events = make_events(400, seed=21)
     first, second = events[:300], events[300:]
     write_events(log_url, first)
-    spark = start_local_cluster(3, "streamtide-cluster-test")
+    spark = start_local_cluster(
+        3, "streamtide-cluster-test", **{"spark.locality.wait": f"{LOCALITY_WAIT_MS}ms"}
+    )
     sc = spark.sparkContext
     spare = list_executors(sc)[-1].id  # two executors until the scaling phase
     scaling.kill(sc, [spare])
@@ -93,7 +98,7 @@ def main(workdir: str) -> None:
     }
     victim = progress[-1].owners["0_0"]
     # no waiting for Spark to drop the executor: the next batch may still pin work to it, and
-    # must then give its job up and re-plan rather than wait out spark.locality.wait (30 s)
+    # must then give its job up and re-plan rather than wait out spark.locality.wait
     kill_executor(sc, victim, wait=False)
     write_events(log_url, second)
     after = app.run_until_caught_up(timeout=600)
@@ -106,6 +111,7 @@ def main(workdir: str) -> None:
         placement_after=placement_ok(after),
         restored_after=after[0].restored_by_task.get("0_0"),
         failover_batch_ms=after[0].duration_ms,
+        locality_wait_ms=LOCALITY_WAIT_MS,
         changelog_records=log.end_offset(changelog, 0),
         equal_after=engine_outputs(log_url, "session") == expected_outputs("session", events),
     )

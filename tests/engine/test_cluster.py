@@ -25,7 +25,8 @@ def test_tasks_run_where_assigned_fail_over_to_standbys_and_scale_out_and_in(tmp
     assert result["ran_on_after"] == result["owner_after"]
     assert result["placement_after"]
     assert result["restored_after"] < result["changelog_records"]
-    assert result["failover_batch_ms"] < 20_000  # never waited out spark.locality.wait
+    # the batch after the loss re-planned instead of waiting out spark.locality.wait
+    assert result["failover_batch_ms"] < result["locality_wait_ms"]
     assert result["equal_after"]
     # scale-out: the replacement executor gets a task only once caught up on it (warmed up
     # as a standby, or within acceptable_recovery_lag), then replays only what it lacks
