@@ -1,6 +1,6 @@
-"""The work unit alone, without Spark: records/s of one task over the benchmark workload, on
-the batch path and the record path, against the plain-Python ceiling of the same records, all
-in this process (so the ratios hold on a busy machine).
+"""The work unit alone, without Spark: records/s of one task over the benchmark workload,
+against the plain-Python ceiling of the same records, all in this process (so the ratios hold
+on a busy machine).
 
 Each batch runs ``run_work_unit`` as an executor would (open and restore the stores, process,
 commit, write segments, close) and its segments are sealed before the next batch, as the
@@ -35,7 +35,6 @@ def run_task(
     root: Path,
     operation: str,
     w: Workload,
-    batch_processing: bool,
     profile: bool = False,
     top: int = 0,
 ) -> tuple[float, int, int]:
@@ -50,10 +49,9 @@ def run_task(
     config = StreamsConfig(
         # the profiled run is an application of its own: it must not restore the timed run's
         # changelogs (restore calls would count as calls per record)
-        application_id=f"wu-{operation}-{int(batch_processing)}{'-profiled' if profile else ''}",
+        application_id=f"wu-{operation}{'-profiled' if profile else ''}",
         log=log.url,
-        state_dir=str(root / f"state-{operation}-{int(batch_processing)}{'-profiled' * profile}"),
-        batch_processing=batch_processing,
+        state_dir=str(root / f"state-{operation}{'-profiled' * profile}"),
     )
     end_offset = log.end_offset(TOPIC, 0)
     state: dict[str, Any] = {}
@@ -95,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
         "--top",
         type=int,
         default=0,
-        help="with --profile: print the batch path's N functions by own time",
+        help="with --profile: print the N functions with the most own time",
     )
     args = parser.parse_args(argv)
     w = replace(Workload(), events=args.events, batch_size=args.batch_size)
@@ -120,25 +118,16 @@ def main(argv: list[str] | None = None) -> None:
                 )
             else:
                 print(f"{operation:<14} {'ceiling':<7} {'n/a':>10}")
-            for batch_processing in (False, True):
-                seconds, records, _ = run_task(root, operation, w, batch_processing)
-                calls = 0
-                if args.profile:
-                    _, _, calls = run_task(
-                        root,
-                        operation,
-                        w,
-                        batch_processing,
-                        profile=True,
-                        top=args.top if batch_processing else 0,
-                    )
-                path = "batch" if batch_processing else "record"
-                print(
-                    f"{'':<14} {path:<7} {records / seconds:>10,.0f} "
-                    f"{seconds / records * 1e6:>7.1f} "
-                    f"{f'{ceiling_s / seconds:.3f}x' if ceiling_s else 'n/a':>11}"
-                    f" {calls / records if calls else float('nan'):>9.1f}"
-                )
+            seconds, records, _ = run_task(root, operation, w)
+            calls = 0
+            if args.profile:
+                _, _, calls = run_task(root, operation, w, profile=True, top=args.top)
+            print(
+                f"{'':<14} {'task':<7} {records / seconds:>10,.0f} "
+                f"{seconds / records * 1e6:>7.1f} "
+                f"{f'{ceiling_s / seconds:.3f}x' if ceiling_s else 'n/a':>11}"
+                f" {calls / records if calls else float('nan'):>9.1f}"
+            )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.emit_strategy import EmitStrategy
 from streamtide.dsl.final_results import (
-    SessionWindowFinalProcessor,
     TimeWindowFinalProcessor,
     index_store_builder,
 )
@@ -23,8 +22,8 @@ from streamtide.dsl.processors import (
     count_initializer,
     count_merger,
 )
+from streamtide.dsl.session_operator import SessionAggregateOperator, SessionFinalOperator
 from streamtide.dsl.windowed_processors import (
-    SessionWindowAggregateProcessor,
     SessionWindowDistinctProcessor,
     TimeWindowAggregateProcessor,
     TimeWindowDistinctProcessor,
@@ -111,7 +110,7 @@ class _WindowedKStream:
         named: Named | str | None,
         value_serde: Serde | None,
         make_store: Callable[[KeyValueBytesStoreSupplier, Serde | None, Serde | None], Any],
-        make_processor: Callable[[str, bool], Processor],
+        make_processor: Callable[[str, bool], Any],
     ) -> KTable:
         store_name = materialized.store_name or self.builder.new_name(f"{prefix}STATE-STORE-")
         source = self.grouped.source_for(store_name)
@@ -323,12 +322,12 @@ class SessionWindowedKStream(_WindowedKStream):
                 " a session must still be stored when it closes"
             )
 
-        def make(store: str, caching: bool) -> Processor:
+        def make(store: str, caching: bool) -> Any:
             if self._final:
-                return SessionWindowFinalProcessor(
+                return SessionFinalOperator(
                     store, windows, retention, initializer, aggregator, merger, False
                 )
-            return SessionWindowAggregateProcessor(
+            return SessionAggregateOperator(
                 store, windows, retention, initializer, aggregator, merger, caching
             )
 

@@ -123,64 +123,6 @@ class TimeWindowDistinctProcessor(_WindowedProcessor):
         self._emit(record, Windowed(record.key, window), record.value, record.timestamp)
 
 
-class SessionWindowAggregateProcessor(_WindowedProcessor):
-    """Merges each record with the key's sessions within the gap into one session.
-
-    For a record at ``t``: the stored sessions with ``end >= t - gap`` and ``start <= t + gap``
-    are merged (aggregates combined with the merger, in end-then-start order, starting from
-    the initializer) and the record is aggregated into the result. Merged sessions whose window
-    differs from the new one are removed and emitted as tombstones, oldest first; then the new
-    session is stored and emitted (with its end as timestamp). A session already expired when
-    it is created (late data) is emitted but not stored.
-    """
-
-    def __init__(
-        self,
-        store_name: str,
-        windows: SessionWindows,
-        retention_ms: int,
-        initializer: Callable[[], Any] | Any,
-        aggregator: Aggregator,
-        merger: Merger,
-        caching_allowed: bool,
-    ) -> None:
-        super().__init__(store_name, caching_allowed)
-        self.windows = windows
-        self.gap = windows.gap_ms
-        self.retention_ms = retention_ms
-        self.initializer = initializer
-        self.aggregator = aggregator
-        self.merger = merger
-
-    def _merge(self, record: Record) -> tuple[list[tuple[Windowed, Any]], Windowed, Any]:
-        """The stored sessions ``record`` merges with, the merged session and its aggregate
-        (the record included)."""
-        key, value, t = record.key, record.value, record.timestamp
-        merged = self.store.find_sessions(key, t - self.gap, t + self.gap)
-        start = end = t
-        agg = NO_INITIALIZER if self.initializer is NO_INITIALIZER else self.initializer()
-        for session, session_agg in merged:
-            start = min(start, session.window.start)
-            end = max(end, session.window.end)
-            agg = session_agg if agg is NO_INITIALIZER else self.merger(key, agg, session_agg)
-        agg = value if agg is NO_INITIALIZER else self.aggregator(key, value, agg)
-        return merged, Windowed(key, Window(start, end)), agg
-
-    def process(self, record: Record) -> None:
-        if not self._accept(record):
-            return
-        merged, new, agg = self._merge(record)
-        end = new.window.end
-        for session, _ in merged:
-            if session.window != new.window:
-                self.store.remove(session)
-                self._emit(record, session, None, session.window.end)
-        if end >= self.context.current_stream_time_ms() - self.retention_ms:
-            self.store.put(new, agg)
-        created = all(session.window != new.window for session, _ in merged)
-        self.cache.emit(Record(new, agg, end, record.headers), created)
-
-
 class SessionWindowDistinctProcessor(_WindowedProcessor):
     """Forwards only a record that starts a new session; records that fall into or merge
     with an existing session are dropped (the session still grows, so later records keep
