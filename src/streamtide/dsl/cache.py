@@ -6,6 +6,8 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from streamtide.processor.api import ProcessorContext
+from streamtide.processor.column_batch import ColumnBatch
+from streamtide.processor.operator import ColumnOperator
 from streamtide.record import Record
 from streamtide.window import Window, Windowed
 
@@ -123,3 +125,20 @@ class EmitCache:
 
     def __len__(self) -> int:
         return len(self._pending)
+
+
+def emit_as_batch(operator: ColumnOperator) -> Callable[[list[Record]], None]:
+    """A cache's ``deliver`` for a column operator: the flushed updates emitted as one batch
+    of rows of no input row."""
+
+    def deliver(records: list[Record]) -> None:
+        context = operator.context
+        operator.emit(
+            ColumnBatch.from_records(
+                context.partition,  # type: ignore[attr-defined]
+                records,
+                context.current_stream_time_ms(),
+            )
+        )
+
+    return deliver

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from streamtide.dsl.cache import EmitCache
+from streamtide.dsl.cache import EmitCache, emit_as_batch
 from streamtide.dsl.final_results import INDEX_SUFFIX, CloseIndex
 from streamtide.dsl.processors import (
     NO_INITIALIZER,
@@ -34,7 +34,6 @@ from streamtide.processor import drops
 from streamtide.processor.api import ProcessorContext
 from streamtide.processor.column_batch import ColumnBatch
 from streamtide.processor.operator import ColumnOperator
-from streamtide.record import Record
 from streamtide.serde import StringSerde, exact_values
 from streamtide.state.encoding import decode_long, encode_long
 from streamtide.window import Window, Windowed
@@ -74,7 +73,7 @@ class SessionAggregateOperator(ColumnOperator):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.store = store = context.get_state_store(self.store_name)
-        self.cache = EmitCache(context, self.caching_allowed, self._emit_flushed)
+        self.cache = EmitCache(context, self.caching_allowed, emit_as_batch(self))
         #: per key of the batch (its text for string keys, so a string key is looked up
         #: without serializing it; else its bytes): its bytes and its live sessions
         self._keys: dict[Any, tuple[bytes, list[Session]]] = {}
@@ -237,19 +236,6 @@ class SessionAggregateOperator(ColumnOperator):
         self._write_back()
         if out.positions:
             self.emit(out.batch(batch))
-
-    def _emit_flushed(self, records: list[Record]) -> None:
-        """The record cache's flush: its updates as one batch of rows of no input row."""
-        self.emit(
-            ColumnBatch.unsourced(
-                self.context.partition,  # type: ignore[attr-defined]
-                [r.key for r in records],
-                [r.value for r in records],
-                [r.timestamp for r in records],
-                [r.headers for r in records],
-                self.context.current_stream_time_ms(),
-            )
-        )
 
 
 class SessionFinalOperator(SessionAggregateOperator):

@@ -73,6 +73,18 @@ class ColumnBatch:
             [stream_time] * n,
         )
 
+    @classmethod
+    def from_records(cls, partition: int, records: list[Record], stream_time: int) -> ColumnBatch:
+        """``records`` as rows of no input row (what a punctuator or a cache forwards)."""
+        return cls.unsourced(
+            partition,
+            [record.key for record in records],
+            [record.value for record in records],
+            [record.timestamp for record in records],
+            [record.headers for record in records],
+            stream_time,
+        )
+
     def take(self, positions: list[int]) -> ColumnBatch:
         """The rows at ``positions`` (ascending), as a batch of their own."""
         if len(positions) == len(self.rows):

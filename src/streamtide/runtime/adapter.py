@@ -191,14 +191,7 @@ class ProcessorAdapter(ColumnOperator):
             raise failures[-1].error
 
     def _unsourced(self, records: list[Record]) -> ColumnBatch:
-        return ColumnBatch.unsourced(
-            self._task.partition,
-            [r.key for r in records],
-            [r.value for r in records],
-            [r.timestamp for r in records],
-            [r.headers for r in records],
-            self._task.stream_time,
-        )
+        return ColumnBatch.from_records(self._task.partition, records, self._task.stream_time)
 
     def _emit_forwarded(self, batch: ColumnBatch) -> None:
         forwarded = self._context.forwarded
