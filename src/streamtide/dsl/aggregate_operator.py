@@ -20,19 +20,17 @@ from collections.abc import Callable
 from typing import Any
 
 from streamtide.dsl.cache import EmitCache, emit_as_batch
-from streamtide.dsl.processors import NO_INITIALIZER, count_aggregator, count_initializer
+from streamtide.dsl.kept import UNREAD, KeptState
+from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.processor import drops
 from streamtide.processor.api import ProcessorContext
 from streamtide.processor.column_batch import ColumnBatch
 from streamtide.processor.operator import ColumnOperator
 from streamtide.record import Record
-from streamtide.serde import StringSerde, exact_values
 from streamtide.state.timestamped import decode, encode
 
-_UNREAD = object()
-
 #: A key's aggregate in memory: its serialized key, the serialized aggregate (None: absent),
-#: the aggregate itself when deserializing gives it back exactly (else ``_UNREAD``), and the
+#: the aggregate itself when deserializing gives it back exactly (else ``UNREAD``), and the
 #: result's timestamp.
 Entry = tuple[bytes, "bytes | None", Any, int]
 
@@ -60,24 +58,18 @@ class StreamAggregateOperator(ColumnOperator):
         super().init(context)
         self.store = store = context.get_state_store(self.store_name)
         self.cache = EmitCache(context, self.caching_allowed, emit_as_batch(self))
-        self._key_serde = store.key_serde
-        self._value_serde = store.value_serde.inner  # the aggregate's serde, without timestamps
-        self._string_keys = type(self._key_serde) is StringSerde
-        self._exact = exact_values(self._value_serde)
-        #: a count: its functions inlined (the same additions)
-        self._counting = (
-            self.initializer is count_initializer
-            and self.adder is count_aggregator
-            and int in self._exact
+        # the aggregate's serde is the store's without timestamps
+        self._kept = KeptState(
+            store.key_serde, store.value_serde.inner, self.initializer, self.adder
         )
 
     def _load(self, ident: Any, key_bytes: bytes) -> Entry:
         stored = self.store.inner.get(key_bytes)
         if stored is None:
-            entry: Entry = (key_bytes, None, _UNREAD, 0)
+            entry: Entry = (key_bytes, None, UNREAD, 0)
         else:
             raw, timestamp = decode(stored)
-            entry = (key_bytes, raw, _UNREAD, timestamp)
+            entry = (key_bytes, raw, UNREAD, timestamp)
         self._entries[ident] = entry
         return entry
 
@@ -90,9 +82,9 @@ class StreamAggregateOperator(ColumnOperator):
         )
         entries, changed = self._entries, self._changed
         initializer, adder = self.initializer, self.adder
-        serialize, deserialize = self._value_serde.serialize, self._value_serde.deserialize
-        key_serialize, exact = self._key_serde.serialize, self._exact
-        string_keys, counting = self._string_keys, self._counting
+        kept = self._kept
+        serialize, deserialize = kept.value_serde.serialize, kept.value_serde.deserialize
+        string_keys, counting, exact = kept.string_keys, kept.counting, kept.exact
         cache = self.cache if self.cache.enabled else None
         out_positions: list[int] = []
         out_values: list[Any] = []
@@ -114,8 +106,7 @@ class StreamAggregateOperator(ColumnOperator):
                         if entry is None:
                             entry = self._load(ident, key.encode("utf-8"))
                     else:
-                        key_bytes = key_serialize(key)
-                        ident = key_bytes.decode("utf-8") if string_keys else key_bytes
+                        ident, key_bytes = kept.ident(key)
                         entry = entries.get(ident)
                         if entry is None:
                             entry = self._load(ident, key_bytes)
@@ -125,7 +116,7 @@ class StreamAggregateOperator(ColumnOperator):
                         if raw is None:
                             new = 1
                         else:
-                            new = (deserialize(raw) if old is _UNREAD else old) + 1
+                            new = (deserialize(raw) if old is UNREAD else old) + 1
                             if timestamp > t:
                                 t = timestamp
                     elif raw is None:
@@ -135,7 +126,7 @@ class StreamAggregateOperator(ColumnOperator):
                             else adder(key, value, initializer())
                         )
                     else:
-                        if old is _UNREAD:
+                        if old is UNREAD:
                             old = deserialize(raw)
                         new = adder(key, value, old)
                         if timestamp > t:
@@ -144,7 +135,7 @@ class StreamAggregateOperator(ColumnOperator):
                     entries[ident] = (
                         key_bytes,
                         raw,
-                        new if new.__class__ in exact else _UNREAD,
+                        new if new.__class__ in exact else UNREAD,
                         t,
                     )
                     changed[ident] = None

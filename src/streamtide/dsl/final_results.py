@@ -12,7 +12,8 @@ record costs one comparison.
 
 Final results bypass the record cache (as in Kafka Streams) and carry the window's result
 timestamp (time windows: the largest record timestamp; sessions: the session end). The
-session form is ``session_operator.SessionFinalOperator``.
+session and time-window forms are ``session_operator.SessionFinalOperator`` and
+``time_window_operator.TimeWindowFinalOperator``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 from typing import Any
 
 from streamtide.dsl.sliding_processor import SlidingWindowAggregateProcessor
-from streamtide.dsl.windowed_processors import TimeWindowAggregateProcessor
 from streamtide.processor.api import ProcessorContext
 from streamtide.record import Record
 from streamtide.serde import Serdes
@@ -123,29 +123,6 @@ class _FinalEmitter:
             if found is not None:
                 windowed = Windowed(key, Window(start, start + span))
                 self._forward(record, windowed, found.value, found.timestamp)
-
-
-class TimeWindowFinalProcessor(_FinalEmitter, TimeWindowAggregateProcessor):
-    """A time-window aggregation that emits each window once, at ``stream_time >= end +
-    grace``. The index orders windows by start (all windows have one size)."""
-
-    def process(self, record: Record) -> None:
-        if not self._accept(record):
-            return
-        self._emit_closed(record)
-        super().process(record)
-
-    def _updated(
-        self, record: Record, windowed: Windowed, value: Any, timestamp: int, created: bool
-    ) -> None:
-        if created:
-            self.index.add(windowed.window.start, self.store.key_serde.serialize(windowed.key))
-
-    def _emit_closed(self, record: Record) -> None:
-        """Emit every window that ends at or before ``stream_time - grace``."""
-        windows = self.windows
-        close = self.context.current_stream_time_ms() - windows.grace_ms
-        self._emit_closed_windows(record, close - windows.size_ms, windows.size_ms)
 
 
 class SlidingWindowFinalProcessor(_FinalEmitter, SlidingWindowAggregateProcessor):

@@ -23,27 +23,20 @@ from typing import Any
 
 from streamtide.dsl.cache import EmitCache, emit_as_batch
 from streamtide.dsl.final_results import INDEX_SUFFIX, CloseIndex
-from streamtide.dsl.processors import (
-    NO_INITIALIZER,
-    count_aggregator,
-    count_initializer,
-    count_merger,
-)
+from streamtide.dsl.kept import UNREAD, KeptState
+from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.dsl.windows import SessionWindows
 from streamtide.processor import drops
 from streamtide.processor.api import ProcessorContext
-from streamtide.processor.column_batch import ColumnBatch
+from streamtide.processor.column_batch import ColumnBatch, EmittedRows
 from streamtide.processor.operator import ColumnOperator
-from streamtide.serde import StringSerde, exact_values
 from streamtide.state.encoding import decode_long, encode_long
 from streamtide.window import Window, Windowed
 
 #: A live session in memory: end, start, serialized aggregate, and the aggregate itself when
-#: deserializing the bytes is known to give it back (else ``_UNREAD``). Tuples sort by end,
+#: deserializing the bytes is known to give it back (else ``UNREAD``). Tuples sort by end,
 #: then start, which are unique among a key's sessions.
 Session = tuple[int, int, bytes, Any]
-
-_UNREAD = object()
 
 Aggregator = Callable[[Any, Any, Any], Any]
 
@@ -79,34 +72,21 @@ class SessionAggregateOperator(ColumnOperator):
         self._keys: dict[Any, tuple[bytes, list[Session]]] = {}
         #: (stream time, key bytes, start, end, serialized aggregate or None)
         self._updates: list[tuple[int, bytes, int, int, bytes | None]] = []
-        self._key_serde = store.key_serde
-        self._value_serde = store.value_serde
-        self._string_keys = type(self._key_serde) is StringSerde
-        self._exact = exact_values(self._value_serde)
-        self._counting = (
-            self.initializer is count_initializer
-            and self.aggregator is count_aggregator
-            and self.merger is count_merger
+        self._kept = KeptState(
+            store.key_serde, store.value_serde, self.initializer, self.aggregator, self.merger
         )
 
     # ---- the rule, in memory ----------------------------------------------------------------
 
     def _key_entry(self, key: Any, now: int) -> tuple[bytes, list[Session]]:
         """The key's bytes and live sessions, read from the store on its first row."""
-        string = self._string_keys and key.__class__ is str
-        if string:
-            entry = self._keys.get(key)
-            if entry is not None:
-                return entry
-        key_bytes = self._key_serde.serialize(key)
-        ident = key_bytes.decode("utf-8") if self._string_keys else key_bytes
-        if not string:
-            entry = self._keys.get(ident)
-            if entry is not None:
-                return entry
+        ident, key_bytes = self._kept.ident(key)
+        entry = self._keys.get(ident)
+        if entry is not None:
+            return entry
         # the stored bytes deserialize to the stored aggregate, which is all they are for here
         sessions = [
-            (end, start, raw, _UNREAD)
+            (end, start, raw, UNREAD)
             for end, start, raw in self.store.fetch_serialized(key_bytes, now)
         ]
         entry = self._keys[ident] = (key_bytes, sessions)
@@ -124,7 +104,7 @@ class SessionAggregateOperator(ColumnOperator):
         merged = [s for s in sessions if s[0] >= low_end and s[1] <= high_start]
         start = end = t
         initializer = self.initializer
-        if self._counting:  # count's functions, inlined: the same additions in the same order
+        if self._kept.counting:  # count's functions, inlined: the same additions in the same order
             agg = 0
             for s_end, s_start, s_agg, s_value in merged:
                 if s_start < start:
@@ -132,11 +112,11 @@ class SessionAggregateOperator(ColumnOperator):
                 if s_end > end:
                     end = s_end
                 agg = agg + (
-                    self._value_serde.deserialize(s_agg) if s_value is _UNREAD else s_value
+                    self._kept.value_serde.deserialize(s_agg) if s_value is UNREAD else s_value
                 )
             return merged, start, end, agg + 1
         if merged:
-            deserialize = self._value_serde.deserialize
+            deserialize = self._kept.value_serde.deserialize
             merger = self.merger
             agg = NO_INITIALIZER if initializer is NO_INITIALIZER else initializer()
             for s_end, s_start, s_agg, s_value in merged:
@@ -144,7 +124,7 @@ class SessionAggregateOperator(ColumnOperator):
                     start = s_start
                 if s_end > end:
                     end = s_end
-                session_agg = deserialize(s_agg) if s_value is _UNREAD else s_value
+                session_agg = deserialize(s_agg) if s_value is UNREAD else s_value
                 agg = session_agg if agg is NO_INITIALIZER else merger(key, agg, session_agg)
             agg = value if agg is NO_INITIALIZER else self.aggregator(key, value, agg)
         else:
@@ -159,10 +139,11 @@ class SessionAggregateOperator(ColumnOperator):
         self, sessions: list[Session], now: int, key_bytes: bytes, start: int, end: int, agg: Any
     ) -> None:
         """Record the merged session's write and keep it in memory, in end-then-start order."""
-        serialized = self._value_serde.serialize(agg)
+        serialized = self._kept.value_serde.serialize(agg)
         self._updates.append((now, key_bytes, start, end, serialized))
         in_order = not sessions or sessions[-1][:2] < (end, start)
-        sessions.append((end, start, serialized, agg if agg.__class__ in self._exact else _UNREAD))
+        exact = self._kept.exact
+        sessions.append((end, start, serialized, agg if agg.__class__ in exact else UNREAD))
         if not in_order:
             sessions.sort()
 
@@ -182,13 +163,13 @@ class SessionAggregateOperator(ColumnOperator):
     # ---- the batch ----------------------------------------------------------------------------
 
     def process_batch(self, batch: ColumnBatch) -> None:
-        out = _Outputs()
+        out = EmittedRows()
         keys, values, timestamps = batch.keys, batch.values, batch.timestamps
         headers, stream_times = batch.headers, batch.stream_times
         cache = None if not self.cache.enabled else self.cache
         updates = self._updates
         retention = self.retention_ms
-        string_keys = self._string_keys
+        string_keys = self._kept.string_keys
         nulls = 0
         n = len(keys)
         start = 0
@@ -207,7 +188,10 @@ class SessionAggregateOperator(ColumnOperator):
                     created = True
                     removed = []
                     for session in merged:
-                        self._remove(sessions, session)
+                        if sessions[-1] is session:  # the common case: the latest session
+                            del sessions[-1]
+                        else:
+                            sessions.remove(session)
                         if session[1] != s or session[0] != e:
                             updates.append((now, key_bytes, session[1], session[0], None))
                             removed.append(session)
@@ -253,7 +237,7 @@ class SessionFinalOperator(SessionAggregateOperator):
         self.index = CloseIndex(context.get_state_store(index_name).inner)
 
     def process_batch(self, batch: ColumnBatch) -> None:
-        out = _Outputs()
+        out = EmittedRows()
         keys, values, timestamps = batch.keys, batch.values, batch.timestamps
         stream_times = batch.stream_times
         updates = self._updates
@@ -301,12 +285,12 @@ class SessionFinalOperator(SessionAggregateOperator):
         if out.positions:
             self.emit(out.batch(batch))
 
-    def _emit_closed(self, out: _Outputs, position: int, close: int) -> None:
+    def _emit_closed(self, out: EmittedRows, position: int, close: int) -> None:
         """Emit every session that ends before ``close`` (= stream time - gap - grace)."""
         due = self.index.take_due(close - 1)
         if not due:
             return
-        deserialize = self._key_serde.deserialize
+        deserialize = self._kept.key_serde.deserialize
         for end, suffix in due:
             key_bytes, start = suffix[:-8], decode_long(suffix, len(suffix) - 8)
             key = deserialize(key_bytes)
@@ -316,31 +300,10 @@ class SessionFinalOperator(SessionAggregateOperator):
 
     def _final_value(self, key: Any, key_bytes: bytes, start: int, end: int) -> Any:
         """The aggregate of a session that just closed (read even though it has expired)."""
-        entry = self._keys.get(key_bytes.decode("utf-8") if self._string_keys else key_bytes)
+        entry = self._keys.get(self._kept.ident_of(key_bytes))
         if entry is None:
             return self.store.fetch_session(key, start, end, live_only=False)
         for s_end, s_start, serialized, _ in entry[1]:
             if s_end == end and s_start == start:
-                return self._value_serde.deserialize(serialized)
+                return self._kept.value_serde.deserialize(serialized)
         return None
-
-
-class _Outputs:
-    """Rows an operator emits, each made from the input row at its position."""
-
-    __slots__ = ("keys", "positions", "timestamps", "values")
-
-    def __init__(self) -> None:
-        self.positions: list[int] = []
-        self.keys: list[Any] = []
-        self.values: list[Any] = []
-        self.timestamps: list[int] = []
-
-    def add(self, position: int, key: Any, value: Any, timestamp: int) -> None:
-        self.positions.append(position)
-        self.keys.append(key)
-        self.values.append(value)
-        self.timestamps.append(timestamp)
-
-    def batch(self, batch: ColumnBatch) -> ColumnBatch:
-        return batch.derive(self.positions, self.keys, self.values, self.timestamps)

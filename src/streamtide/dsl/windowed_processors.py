@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 from streamtide.dsl.cache import EmitCache
-from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.dsl.windows import SessionWindows, TimeWindows
 from streamtide.processor import drops
 from streamtide.processor.api import Processor, ProcessorContext
@@ -43,64 +42,6 @@ class _WindowedProcessor(Processor):
 
     def _emit(self, record: Record, key: Windowed, value: Any, timestamp: int) -> None:
         self.cache.emit(Record(key, value, timestamp, record.headers))
-
-
-class TimeWindowAggregateProcessor(_WindowedProcessor):
-    """Adds each record to every window containing it that still accepts records.
-
-    A window accepts records while ``end > stream_time - grace``; for every window that no
-    longer does, the record is dropped for it and counted in ``dropped-records``. A window's
-    result carries the largest timestamp of the records added to it, kept with the aggregate
-    in the (timestamped) window store.
-    """
-
-    def __init__(
-        self,
-        store_name: str,
-        windows: TimeWindows,
-        initializer: Callable[[], Any] | Any,
-        aggregator: Aggregator,
-        caching_allowed: bool,
-    ) -> None:
-        super().__init__(store_name, caching_allowed)
-        self.windows = windows
-        self.initializer = initializer
-        self.aggregator = aggregator
-
-    def process(self, record: Record) -> None:
-        if not self._accept(record):
-            return
-        key, value = record.key, record.value
-        closed_before = self.context.current_stream_time_ms() - self.windows.grace_ms
-        windows = self.windows.windows_for(record.timestamp)
-        closed = sum(1 for window in windows if window.end <= closed_before)
-        if closed:
-            metrics = self.context.metrics
-            metrics.increment(drops.DROPPED, closed)
-            if closed == len(windows):
-                drops.record_drop(metrics, drops.LATE, count_total=False)
-            else:
-                metrics.increment(drops.PREFIX + drops.EXPIRED_WINDOW, closed)
-        for window in windows:
-            if window.end <= closed_before:
-                continue
-            old = self.store.get_with_timestamp(key, window.start)
-            timestamp = record.timestamp
-            if old is not None:
-                new = self.aggregator(key, value, old.value)
-                timestamp = max(timestamp, old.timestamp)
-            elif self.initializer is NO_INITIALIZER:
-                new = value
-            else:
-                new = self.aggregator(key, value, self.initializer())
-            self.store.put_with_timestamp(key, window.start, new, timestamp)
-            self._updated(record, Windowed(key, window), new, timestamp, old is None)
-
-    def _updated(
-        self, record: Record, windowed: Windowed, value: Any, timestamp: int, created: bool
-    ) -> None:
-        """A window's result changed (``created``: the window is new): emit the update."""
-        self._emit(record, windowed, value, timestamp)
 
 
 class TimeWindowDistinctProcessor(_WindowedProcessor):

@@ -175,3 +175,27 @@ class ColumnBatch:
             self.timestamps[position],
             tuple(self.headers[position] or ()),
         )
+
+
+class EmittedRows:
+    """Rows an operator emits, each made from the input row at its position (collected in
+    the operator's loop, made into one batch with ``batch``)."""
+
+    __slots__ = ("keys", "positions", "timestamps", "values")
+
+    def __init__(self) -> None:
+        self.positions: list[int] = []
+        self.keys: list[Any] = []
+        self.values: list[Any] = []
+        self.timestamps: list[int] = []
+
+    def add(self, position: int, key: Any, value: Any, timestamp: int) -> None:
+        self.positions.append(position)
+        self.keys.append(key)
+        self.values.append(value)
+        self.timestamps.append(timestamp)
+
+    def batch(self, batch: ColumnBatch) -> ColumnBatch:
+        """The rows, made from ``batch``'s rows (their input rows, offsets, stream times and
+        headers)."""
+        return batch.derive(self.positions, self.keys, self.values, self.timestamps)
