@@ -262,7 +262,8 @@ def encode_rows(
     partitioner: Partitioner | None,
 ) -> Iterator[tuple[int, LogRecord]]:
     """Each row as its log partition and record, a chunk of rows at a time through the sinks'
-    encoder (``log.encoder``); the first row that cannot be encoded raises."""
+    encoder (``log.encoder``; chunks double up to ``CHUNK`` rows); the first row that cannot
+    be encoded raises."""
     choose = None
     if partitioner is not None:
         chosen_by = partitioner
@@ -272,7 +273,9 @@ def encode_rows(
 
     encoder = TopicEncoder(key_serde, value_serde, choose, first_keyless=index)
     now = time.time_ns() // 1_000_000
-    while chunk := list(islice(rows, CHUNK)):
+    size = 1  # chunks grow from one row, so the first records go out as soon as they come
+    while chunk := list(islice(rows, size)):
+        size = min(size * 2, CHUNK)
         keys = (
             [row[spec.key_col] for row in chunk]
             if spec.key_col is not None
