@@ -3,6 +3,7 @@ gives, with a whole batch processed at once."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -219,3 +220,33 @@ def test_a_processor_without_process_is_refused_naming_its_node() -> None:
     topology = Topology().add_source("src", "in").add_processor("odd", object, "src")
     with pytest.raises(StreamsProcessingError, match="no process"):
         StreamTask(topology, 0, 0, ListCollector())
+
+
+class Slow(Processor):
+    """Takes 2 ms per record; notes its records and the wall-clock punctuations between them."""
+
+    def __init__(self, seen: list) -> None:
+        self.seen = seen
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        context.schedule(20, PunctuationType.WALL_CLOCK_TIME, lambda now: self.seen.append("tick"))
+
+    def process(self, record: Record) -> None:
+        time.sleep(0.002)
+        self.seen.append(record.value)
+
+
+def test_wall_clock_punctuation_falls_between_pieces_of_a_long_batch() -> None:
+    """A batch that takes far longer than the schedule's interval is cut into pieces, and the
+    wall clock is checked between them (SEMANTICS section 2), not only after the batch."""
+    seen: list = []
+    topology = (
+        Topology()
+        .add_source("src", "in", key_serde=STRING, value_serde=STRING)
+        .add_processor("slow", lambda: Slow(seen), "src")
+    )
+    run(topology, records(*((str(n), n) for n in range(200))))
+    ticks = [i for i, item in enumerate(seen) if item == "tick"]
+    assert len(ticks) >= 2 and ticks[0] < 100  # well before the batch's end
+    assert [item for item in seen if item != "tick"] == [str(n) for n in range(200)]

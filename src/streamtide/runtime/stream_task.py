@@ -10,12 +10,8 @@ columns at once, orders the rows as the partition group would (lowest head times
 and cuts them into pieces only where exact semantics need a cut:
 
 - rows of different source topics are never in one piece (a run of one topic at a time);
-- a stream-time punctuation falling due ends a piece at the row that makes it due, so it
-  fires between exactly the records it would fire between record by record;
-- a row the task cannot process (negative timestamp, key or value it cannot deserialize) is
-  handled between pieces, in its turn;
-- while wall-clock schedules exist, pieces stay small enough to check the wall clock at least
-  every ~100 ms of processing.
+- within a run, where a punctuation falls due or a row cannot be processed, and often enough
+  for wall-clock punctuation (``runtime.pieces``).
 
 Each piece goes to its source node as one ``ColumnBatch`` and through the graph
 (``runtime.graph``); the graph hands rows one at a time where its shape needs it
@@ -26,11 +22,8 @@ handler in input order once the piece is done.
 from __future__ import annotations
 
 import logging
-import time
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from itertools import accumulate, groupby
+from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -38,30 +31,22 @@ from typing import Any
 import pyarrow as pa
 
 from streamtide.config import StreamsConfig
-from streamtide.errors import (
-    BufferFullError,
-    HandlerFailedError,
-    InvalidTimestampError,
-    SerdeError,
-    StreamsProcessingError,
-)
-from streamtide.handlers import Handler, ProcessingHandlerResponse
-from streamtide.processor import drops
+from streamtide.handlers import Handler
 from streamtide.processor.api import PunctuationType, StateStore
-from streamtide.processor.column_batch import ColumnBatch
 from streamtide.processor.nodes import ProcessorNodeDef, SinkNodeDef, SourceNodeDef
 from streamtide.processor.punctuation import PunctuationQueue, PunctuationSchedule
 from streamtide.processor.topology import Topology
 from streamtide.runtime.adapter import adapt
 from streamtide.runtime.collector import RecordCollector
-from streamtide.runtime.columns import BatchInput, InputColumns, RawRecord, processing_order
+from streamtide.runtime.columns import BatchInput, RawRecord, processing_order
 from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.graph import Node
 from streamtide.runtime.interleaving import depth_first_nodes
 from streamtide.runtime.metrics import TaskMetrics
 from streamtide.runtime.node_context import NodeContext
+from streamtide.runtime.pieces import PieceRunner, SourceInput
 from streamtide.runtime.record_errors import RecordErrors
-from streamtide.runtime.row_failures import Failures, RowFailure, processing_error
+from streamtide.runtime.row_failures import Failures
 from streamtide.runtime.sink import SinkOperator
 from streamtide.runtime.source import SourceNode
 from streamtide.runtime.stamping import SourceStamper
@@ -72,34 +57,6 @@ from streamtide.time import UNKNOWN_TIME, Clock, SystemClock
 from streamtide.timestamp_extractor import TimestampExtractor
 
 log = logging.getLogger(__name__)
-
-#: While wall-clock schedules exist, a piece aims to take at most this long (seconds), so the
-#: wall clock is checked at least every ~100 ms of processing (SEMANTICS section 2).
-_WALL_PIECE_SECONDS = 0.05
-
-
-class _RowView:
-    """One row of ``InputColumns`` seen as a raw record (for the error paths)."""
-
-    def __init__(self, columns: InputColumns, row: int) -> None:
-        self.key = columns.keys[row]
-        self.value = columns.values[row]
-        self.timestamp = columns.timestamps[row]
-        self.headers = columns.headers[row]
-        self.offset = columns.offsets[row]
-
-
-@dataclass
-class _Input:
-    """One source topic's share of a batch: raw columns, deserialized keys and values, and
-    the rows that could not be deserialized."""
-
-    topic: str
-    source: SourceNode
-    columns: InputColumns
-    keys: list[Any]
-    values: list[Any]
-    errors: dict[int, SerdeError]
 
 
 class _StoreContext(DelegatingStoreContext):
@@ -201,9 +158,9 @@ class StreamTask:
             PunctuationType.STREAM_TIME: PunctuationQueue(PunctuationType.STREAM_TIME),
             PunctuationType.WALL_CLOCK_TIME: PunctuationQueue(PunctuationType.WALL_CLOCK_TIME),
         }
-        self._stream_queue = self._queues[PunctuationType.STREAM_TIME]
-        self._wall_queue = self._queues[PunctuationType.WALL_CLOCK_TIME]
-        self._wall_piece_rows = 256  # adapts so that a piece takes about _WALL_PIECE_SECONDS
+        self.stream_queue = self._queues[PunctuationType.STREAM_TIME]
+        self.wall_queue = self._queues[PunctuationType.WALL_CLOCK_TIME]
+        self._pieces = PieceRunner(self)
         self._flush_listeners: list[tuple[Node, Callable[[], None]]] = []
         self.stores = stores or TaskStores(topology, self.subtopology.stores)
         self.failures = Failures(self.task_id, partition)
@@ -320,6 +277,10 @@ class StreamTask:
         range read, whatever its last records were)."""
         self._offsets[offset_key(topic, self.partition)] = end
 
+    def source_name(self, topic: str) -> str:
+        """The name of the source node reading ``topic``."""
+        return self._sources[topic].name
+
     @property
     def buffered(self) -> int:
         return len(self.batch_input)
@@ -343,15 +304,15 @@ class StreamTask:
             if stamper is not None:
                 stamper.stamp_columns(columns, keys, values, errors)
                 stamped = True
-            inputs.append(_Input(topic, source, columns, keys, values, errors))
+            inputs.append(SourceInput(topic, source, columns, keys, values, errors))
         if stamped:  # ordered by the extracted timestamps
             order = processing_order(taken)
         done = 0
         if order is None:
-            done = self._process_run(inputs[0], None)
+            done = self._pieces.run(inputs[0], None)
         else:
             for index, run in groupby(order, key=itemgetter(0)):
-                done += self._process_run(inputs[index], [row for _, row in run])
+                done += self._pieces.run(inputs[index], [row for _, row in run])
         for topic, columns in taken:
             last = next((o for o in reversed(columns.offsets) if o is not None), None)
             if last is not None:
@@ -359,201 +320,19 @@ class StreamTask:
         self.metrics.increment("processed-records", done)
         return done
 
-    def _process_run(self, source: _Input, rows: list[int] | None) -> int:
-        """Process consecutive rows of one topic (``rows``: their indices; None: all of the
-        topic's rows in order), piece by piece; how many went through."""
-        all_timestamps = source.columns.timestamps
-        timestamps = all_timestamps if rows is None else [all_timestamps[r] for r in rows]
-        n = len(timestamps)
-        errors = source.errors
-        bad: list[int] = []
-        effective = timestamps
-        if errors or min(timestamps) < 0:  # rows handled between pieces, in their turn
-            bad = [
-                p
-                for p in range(n)
-                if timestamps[p] < 0 or (p if rows is None else rows[p]) in errors
-            ]
-            effective = list(timestamps)
-            for p in bad:
-                effective[p] = UNKNOWN_TIME  # stream time does not move for them
-        stream_times = list(accumulate(effective, max, initial=self.stream_time))
-        del stream_times[0]
-        bad.append(n)
-        done = 0
-        start = 0
-        for stop in bad:
-            while start < stop:
-                end = self._piece_end(start, stop, stream_times)
-                due = self._stream_due()
-                fire = False
-                if due is not None:
-                    at = bisect_left(stream_times, due, start, end)
-                    if at < end:
-                        end, fire = at + 1, True
-                started = time.perf_counter()
-                done += self._run_piece(source, rows, start, end, stream_times)
-                if fire:
-                    self.punctuate_stream_time()
-                if self._wall_queue:
-                    self._adapt_wall_pieces(end - start, time.perf_counter() - started)
-                    self.punctuate_wall_clock()
-                start = end
-            if stop < n:
-                self._skip(source, stop if rows is None else rows[stop])
-                start = stop + 1
-        return done
-
-    def _piece_end(self, start: int, stop: int, stream_times: list[int]) -> int:
-        """Where a piece starting at ``start`` ends at the latest (``stop``: the next row the
-        task handles itself)."""
-        end = stop
-        if self.max_piece_rows is not None:
-            end = min(end, start + self.max_piece_rows)
-        if self._wall_queue:
-            end = min(end, start + self._wall_piece_rows)
-        return end
-
-    def _adapt_wall_pieces(self, rows: int, seconds: float) -> None:
-        """Size the next pieces so that each takes about ``_WALL_PIECE_SECONDS``."""
-        if seconds > _WALL_PIECE_SECONDS:
-            self._wall_piece_rows = max(1, self._wall_piece_rows // 2)
-        elif seconds < _WALL_PIECE_SECONDS / 2 and rows >= self._wall_piece_rows:
-            self._wall_piece_rows = min(self._wall_piece_rows * 2, 1 << 20)
-
-    def _stream_due(self) -> int | None:
-        """When the stream-time queue next needs a check (None: never)."""
-        if not self._stream_queue:
-            return None
-        return self._stream_queue.next_check_time()
-
-    def _run_piece(
-        self,
-        source: _Input,
-        rows: list[int] | None,
-        start: int,
-        end: int,
-        stream_times: list[int],
-    ) -> int:
-        """Hand positions ``[start, end)`` of a run to the source node as one batch; settle
-        the rows that failed; how many went through."""
-        columns = source.columns
-        if rows is None:
-            whole = start == 0 and end == len(columns.timestamps)
-            piece_rows = list(range(start, end))
-            keys = source.keys if whole else source.keys[start:end]
-            values = source.values if whole else source.values[start:end]
-            timestamps = columns.timestamps if whole else columns.timestamps[start:end]
-            headers = columns.headers if whole else columns.headers[start:end]
-            offsets = columns.offsets if whole else columns.offsets[start:end]
-        else:
-            piece_rows = rows[start:end]
-            keys = [source.keys[r] for r in piece_rows]
-            values = [source.values[r] for r in piece_rows]
-            timestamps = [columns.timestamps[r] for r in piece_rows]
-            headers = [columns.headers[r] for r in piece_rows]
-            offsets = [columns.offsets[r] for r in piece_rows]
-        times = stream_times[start:end]
-        batch = ColumnBatch(
-            source.topic,
-            self.partition,
-            columns,
-            piece_rows,
-            keys,
-            values,
-            timestamps,
-            headers,
-            offsets,
-            times,
-        )
-        self.stream_time = times[-1]
-        self.failures.rows.clear()
-        source.source.emit(batch)
-        failed = self.failures.take()
-        if failed:
-            self._settle(source, failed)
-        return len(piece_rows) - len(failed)
-
-    def _settle(self, source: _Input, failed: list[RowFailure]) -> None:
-        """Hand the piece's failed rows to the processing exception handler, in input order:
-        skip each it lets go; stop at the first it does not (or at a full buffer)."""
-        topic = source.topic
-        for failure in failed:
-            raw = _RowView(source.columns, failure.row)
-            error = failure.error
-            response = None
-            if not isinstance(error, BufferFullError):
-                response = self.record_errors.on_processing_error(
-                    error, failure.node, failure.record(), topic, raw
-                )
-                if response is ProcessingHandlerResponse.CONTINUE:
-                    continue
-            raise processing_error(
-                error,
-                task_id=self.task_id,
-                node=failure.node,
-                topic=topic,
-                partition=self.partition,
-                offset=raw.offset,
-                final=response is not None,
-            ) from error
-
-    def _skip(self, source: _Input, row: int) -> None:
-        """A row the task cannot process: a negative timestamp or a serde failure."""
-        raw = _RowView(source.columns, row)
-        if raw.timestamp < 0:
-            self._drop_negative(source.topic, raw)
-        else:
-            self._on_deserialization_error(source.topic, raw, source.errors[row])
-
-    def _drop_negative(self, topic: str, raw: RawRecord) -> None:
-        if self.invalid_timestamp_handler == "fail":
-            raise InvalidTimestampError(
-                f"the record has a negative timestamp {raw.timestamp} (set "
-                "invalid_timestamp_handler='log_and_skip' to skip such records)",
-                task_id=self.task_id,
-                topic=topic,
-                partition=self.partition,
-                offset=raw.offset,
-            )
-        drops.record_drop(self.metrics, drops.INVALID_TIMESTAMP)
-        log.warning(
-            "task %s: dropped a record with negative timestamp %d (topic %s, partition %d, "
-            "offset %s)",
-            self.task_id,
-            raw.timestamp,
-            topic,
-            self.partition,
-            raw.offset,
-        )
-
-    def _on_deserialization_error(self, topic: str, raw: RawRecord, exc: SerdeError) -> None:
-        where = f"topic {topic!r}, partition {self.partition}, offset {raw.offset}"
-        source = self._sources[topic].name
-        response = self.record_errors.on_deserialization_error(exc, source, topic, raw)
-        if response is not ProcessingHandlerResponse.CONTINUE:
-            error_type = StreamsProcessingError if response is None else HandlerFailedError
-            raise error_type(
-                f"cannot deserialize the record at {where}: {exc}",
-                task_id=self.task_id,
-                topic=topic,
-                partition=self.partition,
-                offset=raw.offset,
-            ) from exc
-
     # ---- punctuation ---------------------------------------------------------------------
 
     def punctuate_stream_time(self) -> int:
         """Fire due stream-time punctuators; never before the first record."""
         if self.stream_time == UNKNOWN_TIME:
             return 0
-        return self._stream_queue.may_punctuate(self.stream_time, self._run_punctuator)
+        return self.stream_queue.may_punctuate(self.stream_time, self._run_punctuator)
 
     def punctuate_wall_clock(self) -> int:
         """Fire due wall-clock punctuators (call it also when the task runs without input)."""
         if not self._initialized:
             self.initialize()
-        return self._wall_queue.may_punctuate(self.clock.now_ms(), self._run_punctuator)
+        return self.wall_queue.may_punctuate(self.clock.now_ms(), self._run_punctuator)
 
     def _run_punctuator(self, schedule: PunctuationSchedule, now: int) -> None:
         node = self._nodes[schedule.node]
