@@ -135,6 +135,30 @@ def _joined_text(items: list[bytes | None]) -> str | None:
     return text if text.count("\x00") == len(items) - 1 else None
 
 
+def convert_each(
+    many: Callable[[list[Any]], list[Any]],
+    one: Callable[[Any], Any],
+    items: list[Any],
+    errors: dict[int, Exception],
+    catch: type[Exception] = Exception,
+) -> list[Any]:
+    """``many(items)`` (a whole column at once), or item by item when that raises ``catch``:
+    each item that fails is noted in ``errors`` by index (a row's first failure is kept) and
+    stands as None in the result. Sinks serialize and sources deserialize columns this way."""
+    try:
+        return many(items)
+    except catch:
+        pass
+    out: list[Any] = []
+    for index, item in enumerate(items):
+        try:
+            out.append(one(item))
+        except catch as exc:
+            errors.setdefault(index, exc)
+            out.append(None)
+    return out
+
+
 def exact_values(serde: Serde) -> frozenset[type]:
     """Classes of values that ``serde`` gives back exactly (same class, equal value) when it
     deserializes what it serialized, and that cannot change in place: a batch operator may

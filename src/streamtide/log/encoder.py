@@ -28,6 +28,7 @@ from streamtide.serde import (
     SessionWindowedSerde,
     TimeWindowedSerde,
     WindowedSerde,
+    convert_each,
     windowed_base_serde,
 )
 from streamtide.window import Windowed
@@ -88,8 +89,11 @@ class TopicEncoder:
     def encode(self, keys: list[Any], values: list[Any], partitions: int) -> Encoded:
         """Bytes and partition of every row (see ``Encoded`` for rows that fail)."""
         errors: dict[int, Exception] = {}
-        key_bytes = _serialize(self.key_serde, keys, errors)
-        value_bytes = _serialize(self.value_serde, values, errors)
+        key_serde, value_serde = self.key_serde, self.value_serde
+        key_bytes = convert_each(key_serde.serialize_many, key_serde.serialize, keys, errors)
+        value_bytes = convert_each(
+            value_serde.serialize_many, value_serde.serialize, values, errors
+        )
         encoded = Encoded(key_bytes, value_bytes, [], errors, set(errors))
         if self.choose is None and self._base_key_serde is None and not errors:
             encoded.partitions = self._default_partitions(key_bytes, partitions)
@@ -162,21 +166,3 @@ class TopicEncoder:
                 cache.clear()
             partition = cache[data] = partition_for_key(data, n)
         return partition
-
-
-def _serialize(serde: Serde, items: list[Any], errors: dict[int, Exception]) -> list[Any]:
-    """``serde.serialize_many(items)``, or value by value noting each row that fails in
-    ``errors`` (a row's first failure is the one kept)."""
-    try:
-        return serde.serialize_many(items)
-    except Exception:  # a SerdeError, or anything a user's serde raises
-        pass
-    out: list[Any] = []
-    serialize = serde.serialize
-    for row, item in enumerate(items):
-        try:
-            out.append(serialize(item))
-        except Exception as exc:
-            errors.setdefault(row, exc)
-            out.append(None)
-    return out

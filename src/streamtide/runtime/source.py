@@ -7,7 +7,7 @@ from typing import Any
 from streamtide.errors import SerdeError
 from streamtide.runtime.graph import Node
 from streamtide.runtime.row_failures import Failures
-from streamtide.serde import Serde
+from streamtide.serde import Serde, convert_each
 
 
 class SourceNode(Node):
@@ -24,27 +24,12 @@ class SourceNode(Node):
     ) -> tuple[list[Any], list[Any], dict[int, SerdeError]]:
         """Deserialize whole key and value columns; rows that fail are reported by index
         (their entries in the returned columns are meaningless)."""
-        errors: dict[int, SerdeError] = {}
-        return (
-            _column(self.key_serde, keys, errors),
-            _column(self.value_serde, values, errors),
-            errors,
+        errors: dict[int, Any] = {}  # SerdeErrors only: nothing else is caught
+        key_serde, value_serde = self.key_serde, self.value_serde
+        keys_out = convert_each(
+            key_serde.deserialize_many, key_serde.deserialize, keys, errors, SerdeError
         )
-
-
-def _column(serde: Serde, items: list[bytes | None], errors: dict[int, SerdeError]) -> list[Any]:
-    """``serde.deserialize_many(items)``, or value by value noting each failure in ``errors``
-    (the first failure of a row is the one reported)."""
-    try:
-        return serde.deserialize_many(items)
-    except SerdeError:
-        pass
-    out: list[Any] = []
-    deserialize = serde.deserialize
-    for index, data in enumerate(items):
-        try:
-            out.append(deserialize(data))
-        except SerdeError as exc:
-            errors.setdefault(index, exc)
-            out.append(None)
-    return out
+        values_out = convert_each(
+            value_serde.deserialize_many, value_serde.deserialize, values, errors, SerdeError
+        )
+        return keys_out, values_out, errors
