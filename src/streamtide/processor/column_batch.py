@@ -102,6 +102,22 @@ class ColumnBatch:
             [self.stream_times[i] for i in positions],
         )
 
+    def single(self, position: int) -> ColumnBatch:
+        """The row at ``position`` as a batch of its own (``take([position])``, cheaper)."""
+        p = position
+        return ColumnBatch(
+            self.topic,
+            self.partition,
+            self.source,
+            [self.rows[p]],
+            [self.keys[p]],
+            [self.values[p]],
+            [self.timestamps[p]],
+            [self.headers[p]],
+            [self.offsets[p]],
+            [self.stream_times[p]],
+        )
+
     def with_values(self, values: list[Any]) -> ColumnBatch:
         """The same rows with new values."""
         return self.with_keys_values(self.keys, values)

@@ -110,7 +110,7 @@ class Node:
             return
         if self.depth_first:
             for p in range(len(batch.rows)):
-                self.emit(batch.take([p]), routes[p])
+                self.emit(batch.single(p), routes[p])
             return
         failures = self.failures.rows
         for target in self.children:
@@ -145,7 +145,7 @@ class Node:
         for p in range(len(rows)):
             if failed and rows[p] in failed:
                 continue  # the row failed below: its later outputs never come
-            one = batch.take([p])
+            one = batch.single(p)
             for target in targets:
                 mark = len(failures)
                 target.run(one)
