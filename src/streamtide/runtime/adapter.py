@@ -120,6 +120,7 @@ class ProcessorAdapter(ColumnOperator):
         immediate = self.immediate
         failures = self._failures.rows
         context.batch = batch
+        context.forwarded = []  # (nothing left over from a batch a failure ended)
         n = len(keys)
         start = 0
         try:
@@ -147,9 +148,9 @@ class ProcessorAdapter(ColumnOperator):
         self._emit_forwarded(batch)
 
     def _failed(self, batch: ColumnBatch, p: int, error: Exception, mark: int | None) -> int:
-        """The processor raised ``error`` for row ``p``. In immediate mode a failure below
-        that reached the task through ``process`` is the row's failure (it keeps the node
-        that raised first); failures below that the processor caught are dropped."""
+        """The processor raised ``error`` for row ``p``. In immediate mode, when ``error`` is
+        a failure below that came back through ``forward``, that failure (with the node that
+        raised it) is the row's; failures below that the processor caught are dropped."""
         if mark is not None:
             failures = self._failures.rows
             below = failures[mark:]

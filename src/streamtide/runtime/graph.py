@@ -108,11 +108,18 @@ class Node:
         if not any(route is not None for route in routes):
             self.emit(batch)
             return
-        if self.depth_first:
-            for p in range(len(batch.rows)):
-                self.emit(batch.single(p), routes[p])
-            return
         failures = self.failures.rows
+        if self.depth_first:
+            rows = batch.rows
+            failed: set[int] = set()
+            for p in range(len(rows)):
+                if failed and rows[p] in failed:
+                    continue  # the row failed below: its later outputs never come
+                mark = len(failures)
+                self.emit(batch.single(p), routes[p])
+                if len(failures) > mark:
+                    failed.update(failure.row for failure in failures[mark:])
+            return
         for target in self.children:
             name = target.name
             part = batch.take([p for p, route in enumerate(routes) if route in (None, name)])
