@@ -57,6 +57,16 @@ Writing an operator (subclass ``ColumnOperator``):
   row (``ColumnBatch.unsourced``); a failure in them stops the task (no record to skip).
 - ``close()``: release what ``init`` acquired.
 
+Tools for operators: ``call_rows`` (below) calls a user function once per row with the
+failure handling above; ``ColumnBatch.take``/``derive``/``EmittedRows`` build outputs;
+``dsl.cache.EmitCache`` with ``dsl.cache.emit_as_batch`` is the record cache of a
+table-producing operator (flushed at commit as one batch); ``dsl.kept.KeptState`` keeps keys
+by identity and values serialized for read-once, write-once state; the window and session
+stores take explicit stream times for batch work (``SessionStore.fetch_serialized(key, now)``,
+``write_all_at``, ``TimestampedWindowStore.get_stored``). The operators in
+``dsl.dedup_operator``, ``dsl.aggregate_operator``, ``dsl.time_window_operator`` and
+``dsl.session_operator`` are worked examples.
+
 What an operator declares, for the task's static cut analysis (``runtime.interleaving``): the
 stores it uses, by connecting them to its node in the topology (``Topology.add_state_store``,
 ``connect_processor_and_state_stores``; the DSL does this), and its children and sink topics
