@@ -14,10 +14,14 @@ record-at-a-time processing); updates of open windows are not emitted.
 
 Read once, write once: a window's aggregate is read on the batch's first row that updates it
 and kept in memory serialized (so an aggregator that changes its aggregate in place cannot
-alter what was emitted; exact values such as counts are kept as they are). Before
-``process_batch`` returns, the updates go to the store with the stream time they were made at
-(``TimestampedWindowStore.write_all_at``), which expires segments at the same points per-row
-puts would: the store and its changelog are those of record-at-a-time processing.
+alter what was emitted; exact values such as counts are kept as they are, and a count is
+serialized only when written back). Before ``process_batch`` returns, each updated window's
+last update goes to the store with the stream time it was made at, in the order of the last
+updates (``TimestampedWindowStore.write_all_at``, which expires segments at the same points
+per-row puts would; an earlier update of a window would only have been overwritten in the
+store's write buffer): the store and its changelog are those of record-at-a-time processing.
+Rows are added in one loop, with no call per row beyond the user's aggregator and no call per
+update into the record cache.
 """
 
 from __future__ import annotations
