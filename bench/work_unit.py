@@ -1,7 +1,7 @@
-"""The work unit alone, without Spark: records/s of one task over the benchmark workload (on
-each processing path the release has), against the plain-Python ceiling of the same records
-(for the pipeline: the hand-written loop over raw bytes), all in this process (so the ratios
-hold on a busy machine), and with ``--profile`` the Python calls per input record.
+"""The work unit alone, without Spark: records/s of one task over the benchmark workload,
+against the plain-Python ceiling of the same records (for the pipeline: the hand-written loop
+over raw bytes), all in this process (so the ratios hold on a busy machine), and with
+``--profile`` the Python calls per input record.
 
 Each batch runs ``run_work_unit`` as an executor would (open and restore the stores, process,
 commit, write segments, close) and its segments are sealed before the next batch, as the
@@ -21,7 +21,7 @@ import pstats
 import shutil
 import tempfile
 import time
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,22 +41,15 @@ from streamtide.log.api import SegmentRef
 from streamtide.runtime.state_factory import make_task_stores
 from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
 
-#: Whether this release still has the record path beside the batch path.
-HAS_RECORD_PATH = "batch_processing" in {f.name for f in fields(StreamsConfig)}
 
-
-def _config(root: Path, operation: str, w: Workload, path: str, profile: bool) -> StreamsConfig:
-    name = f"wu-{operation}-{path}{'-profiled' if profile else ''}"
-    settings: dict[str, Any] = {}
-    if HAS_RECORD_PATH:
-        settings["batch_processing"] = path != "record"
+def _config(root: Path, operation: str, profile: bool) -> StreamsConfig:
+    name = f"wu-{operation}{'-profiled' if profile else ''}"
     return StreamsConfig(
         # the profiled run is an application of its own: it must not restore the timed run's
         # changelogs (restore calls would count as calls per record)
         application_id=name,
         log=f"file://{root / 'log'}",
         state_dir=str(root / f"state-{name}"),
-        **settings,
     )
 
 
@@ -73,7 +66,6 @@ def run_task(
     root: Path,
     operation: str,
     w: Workload,
-    path: str,
     profile: bool = False,
     top: int = 0,
 ) -> tuple[float, int, int]:
@@ -88,7 +80,7 @@ def run_task(
     record cover the whole topology."""
     log = open_log(f"file://{root / 'log'}")
     topology = TOPOLOGIES[operation](w)
-    config = _config(root, operation, w, path, profile)
+    config = _config(root, operation, profile)
     app = config.application_id
     for sub in topology.subtopologies():  # outputs and repartition topics
         for topic in (*sub.sink_topics, *sub.source_topics):
@@ -142,9 +134,6 @@ def run_task(
     return seconds, end_offset, calls
 
 
-PATHS = ("record", "batch") if HAS_RECORD_PATH else ("one",)
-
-
 def hand_loop_seconds(root: Path, w: Workload) -> float:
     """Seconds of the hand-written pipeline loop over partition 0 of the pipeline's input."""
     url = f"file://{root / 'log'}"
@@ -165,7 +154,7 @@ def main(argv: list[str] | None = None) -> None:
         "--top",
         type=int,
         default=0,
-        help="with --profile: print the batch path's N functions by own time",
+        help="with --profile: print the N functions by own time",
     )
     args = parser.parse_args(argv)
     w = replace(Workload(), events=args.events, batch_size=args.batch_size)
@@ -178,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
         partition0 = ceiling.in_memory(events, w)[:1]
         print(f"partition 0 of {w.events:,} events, batches of {w.batch_size:,}")
         print(
-            f"{'operation':<14} {'path':<7} {'records/s':>10} {'us/rec':>7} {'vs ceiling':>10}"
+            f"{'operation':<14} {'run':<7} {'records/s':>10} {'us/rec':>7} {'vs ceiling':>10}"
             f" {'calls/rec':>9}"
         )
         for operation in args.operations:
@@ -195,24 +184,16 @@ def main(argv: list[str] | None = None) -> None:
                 )
             else:
                 print(f"{operation:<14} {'ceiling':<7} {'n/a':>10}")
-            for path in PATHS:
-                seconds, records, _ = run_task(root, operation, w, path)
-                calls = 0
-                if args.profile:
-                    _, _, calls = run_task(
-                        root,
-                        operation,
-                        w,
-                        path,
-                        profile=True,
-                        top=args.top if path != "record" else 0,
-                    )
-                print(
-                    f"{'':<14} {path:<7} {records / seconds:>10,.0f} "
-                    f"{seconds / records * 1e6:>7.1f} "
-                    f"{f'{ceiling_s / seconds:.3f}x' if ceiling_s else 'n/a':>11}"
-                    f" {calls / records if calls else float('nan'):>9.1f}"
-                )
+            seconds, records, _ = run_task(root, operation, w)
+            calls = 0
+            if args.profile:
+                _, _, calls = run_task(root, operation, w, profile=True, top=args.top)
+            print(
+                f"{'':<14} {'task':<7} {records / seconds:>10,.0f} "
+                f"{seconds / records * 1e6:>7.1f} "
+                f"{f'{ceiling_s / seconds:.3f}x' if ceiling_s else 'n/a':>11}"
+                f" {calls / records if calls else float('nan'):>9.1f}"
+            )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

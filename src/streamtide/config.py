@@ -59,9 +59,6 @@ class StreamsConfig:
     ``spark.locality.wait`` yourself on a session you pass in. ``log_options`` go to the log
     that ``log`` names: for ``kafka://`` logs, confluent-kafka client settings (security, SASL,
     TLS, timeouts) passed unchanged, and ``topic.*`` configs of created topics.
-    ``batch_processing`` runs each
-    task's input as a batch (bulk serdes, state read once per key and batch); False runs the
-    record-at-a-time path, which gives the same results more slowly.
     ``stages_in_one_job`` runs every sub-topology of a batch in one Spark job; a sub-topology
     after a repartition then reads the repartition records earlier batches committed (one
     batch of extra latency per repartition). False runs one job per sub-topology, in order,
@@ -110,7 +107,6 @@ class StreamsConfig:
     cache_enabled: bool = True
     snapshot_interval: int = 100
     locality_wait: Duration = 30_000
-    batch_processing: bool = True
     adaptive_batch_size: bool = True
     adaptive_batch_size_limit: int = 200_000
     stages_in_one_job: bool = True
@@ -217,7 +213,6 @@ class StreamsConfig:
             )
         for name in (
             "cache_enabled",
-            "batch_processing",
             "adaptive_batch_size",
             "stages_in_one_job",
             "allow_topology_name_changes",

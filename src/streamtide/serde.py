@@ -13,6 +13,7 @@ import struct
 import uuid
 import warnings
 from collections.abc import Callable
+from itertools import repeat
 from typing import Any, Generic, TypeVar
 
 from streamtide.errors import ConfigError, SerdeError
@@ -135,6 +136,40 @@ def _joined_text(items: list[bytes | None]) -> str | None:
     return text if text.count("\x00") == len(items) - 1 else None
 
 
+def _split_encoded(texts: list[str]) -> list[bytes] | None:
+    """The UTF-8 bytes of each text, encoded as one joined text (a few calls, not one per
+    text); None when a text holds a NUL itself (then the caller encodes text by text).
+    Text that cannot be encoded raises."""
+    joined = "\x00".join(texts)
+    if joined.count("\x00") != len(texts) - 1:
+        return None
+    return joined.encode("utf-8").split(b"\x00")
+
+
+def convert_each(
+    many: Callable[[list[Any]], list[Any]],
+    one: Callable[[Any], Any],
+    items: list[Any],
+    errors: dict[int, Exception],
+    catch: type[Exception] = Exception,
+) -> list[Any]:
+    """``many(items)`` (a whole column at once), or item by item when that raises ``catch``:
+    each item that fails is noted in ``errors`` by index (a row's first failure is kept) and
+    stands as None in the result. Sinks serialize and sources deserialize columns this way."""
+    try:
+        return many(items)
+    except catch:
+        pass
+    out: list[Any] = []
+    for index, item in enumerate(items):
+        try:
+            out.append(one(item))
+        except catch as exc:
+            errors.setdefault(index, exc)
+            out.append(None)
+    return out
+
+
 def exact_values(serde: Serde) -> frozenset[type]:
     """Classes of values that ``serde`` gives back exactly (same class, equal value) when it
     deserializes what it serialized, and that cannot change in place: a batch operator may
@@ -211,8 +246,13 @@ class StringSerde(Serde[str]):
         return bytes(data).decode("utf-8")
 
     def _to_bytes_many(self, values: list[Any]) -> list[bytes | None]:
-        if set(map(type, values)) - {str, type(None)}:
+        kinds = set(map(type, values))
+        if kinds - {str, type(None)}:
             raise TypeError("expected str")
+        if values and type(None) not in kinds:
+            encoded = _split_encoded(values)
+            if encoded is not None:
+                return encoded  # type: ignore[return-value]
         return [None if value is None else value.encode("utf-8") for value in values]
 
     def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:
@@ -339,6 +379,12 @@ class JsonSerde(Serde[Any]):
         dumps = _JSON_ENCODER.encode
         if _JSON_ONE_SHOT is not None:
             one_shot, join = _JSON_ONE_SHOT, "".join
+            if values and None not in values:
+                # every value's text in one C loop, encoded as one text: JSON text of ASCII
+                # output holds no NUL (it is escaped), so the split gives back each value
+                encoded = _split_encoded(list(map(join, map(one_shot, values, repeat(0)))))
+                if encoded is not None:
+                    return encoded  # type: ignore[return-value]
             return [
                 None if value is None else join(one_shot(value, 0)).encode("utf-8")
                 for value in values
@@ -351,6 +397,12 @@ class JsonSerde(Serde[Any]):
         scan, decode = _JSON_DECODER.scan_once, _JSON_DECODER.decode
         text = _joined_text(items)
         if text is not None:
+            # the common case in C loops: each text scanned whole as one value (a scan that
+            # fails ends the map early, a value with space around it ends short of its text)
+            texts = text.split("\x00")
+            scanned = list(map(scan, texts, repeat(0)))
+            if len(scanned) == len(texts) and [end for _, end in scanned] == list(map(len, texts)):
+                return [value for value, _ in scanned]
             # one scan per value through the joined text (decoded once); no value can run
             # into the next one: the NUL between them is invalid JSON wherever it appears
             size = len(text)

@@ -36,11 +36,10 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("batch", [False, True], ids=["record", "batch"])
 @pytest.mark.parametrize("operator", OPERATORS)
 @pytest.mark.parametrize(("case", "events", "expected"), CASES, ids=[c[0] for c in CASES])
-def test_D1_to_D8_forwarded_records(operator, case, events, expected, batch) -> None:
-    forwarded, metrics = run(operator, events, INTERVAL, batch=batch)
+def test_D1_to_D8_forwarded_records(operator, case, events, expected) -> None:
+    forwarded, metrics = run(operator, events, INTERVAL)
     assert forwarded == expected, case
     assert metrics.get("dropped-duplicates", 0) == len(events) - len(expected)
 

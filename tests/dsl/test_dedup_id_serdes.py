@@ -20,7 +20,6 @@ from streamtide import (
 from streamtide.dsl.deduplicate import default_id_bytes
 from streamtide.testing import TopologyTestDriver
 
-PATHS = pytest.mark.parametrize("batch", [False, True], ids=["record", "batch"])
 OPERATORS = pytest.mark.parametrize("operator", ["by_key_value", "deduplicate"])
 IDS = pytest.mark.parametrize(
     "ids",
@@ -29,7 +28,7 @@ IDS = pytest.mark.parametrize(
 )
 
 
-def forwarded(operator: str, ids: list[Any], batch: bool) -> list[int]:
+def forwarded(operator: str, ids: list[Any]) -> list[int]:
     """Pipe one record per id (value ``n``, the id chosen by ``n``); the forwarded ``n``s."""
     builder = StreamsBuilder()
     stream = builder.stream("input", Consumed.with_(Serdes.string(), Serdes.long()))
@@ -44,7 +43,7 @@ def forwarded(operator: str, ids: list[Any], batch: bool) -> list[int]:
         "output", Produced.with_(Serdes.string(), Serdes.long())
     )
     config = StreamsConfig(application_id="dedup-ids")
-    with TopologyTestDriver(builder.build(), config, batch_processing=batch) as driver:
+    with TopologyTestDriver(builder.build(), config) as driver:
         source = driver.create_input_topic("input", Serdes.string(), Serdes.long())
         sink = driver.create_output_topic("output", Serdes.string(), Serdes.long())
         for n in range(len(ids)):
@@ -52,21 +51,17 @@ def forwarded(operator: str, ids: list[Any], batch: bool) -> list[int]:
         return sink.read_values()
 
 
-@PATHS
 @OPERATORS
 @IDS
-def test_ids_of_the_basic_types_need_no_serde(operator: str, ids: list, batch: bool) -> None:
-    assert forwarded(operator, ids, batch) == [0, 2]
+def test_ids_of_the_basic_types_need_no_serde(operator: str, ids: list) -> None:
+    assert forwarded(operator, ids) == [0, 2]
 
 
-@PATHS
 @OPERATORS
-def test_an_id_of_another_type_names_the_operator_and_the_serde_to_set(
-    operator: str, batch: bool
-) -> None:
+def test_an_id_of_another_type_names_the_operator_and_the_serde_to_set(operator: str) -> None:
     name = "deduplicate" if operator == "deduplicate" else f"deduplicate_{operator}"
     with pytest.raises(StreamsProcessingError) as info:
-        forwarded(operator, [1.5, 1.5], batch)
+        forwarded(operator, [1.5, 1.5])
     message = str(info.value)
     assert f"{name}: cannot serialize the dedup id 1.5 of type float" in message
     assert "Deduplicated.with_id_serde(...)" in message

@@ -51,10 +51,8 @@ def build(
     return builder
 
 
-def driver_for(builder: StreamsBuilder, batch: bool = False) -> TopologyTestDriver:
-    return TopologyTestDriver(
-        builder.build(), StreamsConfig(application_id=APP), batch_processing=batch
-    )
+def driver_for(builder: StreamsBuilder) -> TopologyTestDriver:
+    return TopologyTestDriver(builder.build(), StreamsConfig(application_id=APP))
 
 
 def key_of(operator: str, label: Any, n: int) -> Any:
@@ -71,10 +69,9 @@ def run(
     interval: Any,
     *,
     rekey: bool = False,
-    batch: bool = False,
 ) -> tuple[list[tuple[Any, int]], dict[str, int]]:
     """Pipe ``(label, timestamp)`` events; return the forwarded ones and the metrics."""
-    with driver_for(build(operator, interval, rekey=rekey), batch) as driver:
+    with driver_for(build(operator, interval, rekey=rekey)) as driver:
         source = driver.create_input_topic("input", Serdes.string(), Serdes.json())
         sink = driver.create_output_topic("output", Serdes.string(), Serdes.json())
         for n, (label, ts) in enumerate(events):

@@ -10,46 +10,41 @@ from streamtide import Printed, Serdes, StreamsBuilder, StreamsConfig
 from streamtide.testing import TopologyTestDriver
 
 STRING, INT = Serdes.string(), Serdes.int()
-PATHS = pytest.mark.parametrize("batch", [False, True], ids=["record", "batch"])
 
 
-def run(printed: Printed, batch: bool) -> None:
+def run(printed: Printed) -> None:
     builder = StreamsBuilder()
     builder.stream("in").map_values(lambda v: None if v == 0 else v * 10).print(printed)
     config = StreamsConfig(
         application_id="print", default_key_serde=STRING, default_value_serde=INT
     )
-    with TopologyTestDriver(builder.build(), config, batch_processing=batch) as driver:
+    with TopologyTestDriver(builder.build(), config) as driver:
         inp = driver.create_input_topic("in", STRING, INT)
         inp.pipe_input("a", 1, timestamp=1)
         inp.pipe_input(None, 2, timestamp=2)
         inp.pipe_input("c", 0, timestamp=3)
 
 
-@PATHS
-def test_print_to_sys_out_with_a_label(batch: bool, capsys: pytest.CaptureFixture) -> None:
-    run(Printed.to_sys_out().with_label("clicks"), batch)
+def test_print_to_sys_out_with_a_label(capsys: pytest.CaptureFixture) -> None:
+    run(Printed.to_sys_out().with_label("clicks"))
     assert capsys.readouterr().out == "[clicks]: a, 10\n[clicks]: null, 20\n[clicks]: c, null\n"
 
 
-@PATHS
-def test_the_label_defaults_to_the_node_name(batch: bool, capsys: pytest.CaptureFixture) -> None:
-    run(Printed.to_sys_out(), batch)
+def test_the_label_defaults_to_the_node_name(capsys: pytest.CaptureFixture) -> None:
+    run(Printed.to_sys_out())
     assert capsys.readouterr().out.splitlines()[0] == "[KSTREAM-PRINTER-0000000002]: a, 10"
 
 
-@PATHS
-def test_print_to_a_file_appends_lines(batch: bool, tmp_path: Path) -> None:
+def test_print_to_a_file_appends_lines(tmp_path: Path) -> None:
     path = tmp_path / "printed.txt"
     path.write_text("earlier\n")
-    run(Printed.to_file(str(path)).with_label("x"), batch)
+    run(Printed.to_file(str(path)).with_label("x"))
     assert path.read_text() == "earlier\n[x]: a, 10\n[x]: null, 20\n[x]: c, null\n"
 
 
-@PATHS
-def test_a_key_value_mapper_and_a_name(batch: bool, capsys: pytest.CaptureFixture) -> None:
+def test_a_key_value_mapper_and_a_name(capsys: pytest.CaptureFixture) -> None:
     printed = Printed.to_sys_out().with_key_value_mapper(lambda k, v: f"{k}={v}")
-    run(printed.with_name("show"), batch)
+    run(printed.with_name("show"))
     assert capsys.readouterr().out.splitlines() == [
         "[show]: a=10",
         "[show]: None=20",

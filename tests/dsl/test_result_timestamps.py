@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import pytest
-
 from streamtide import (
     Consumed,
     Materialized,
@@ -28,8 +26,6 @@ from streamtide.testing import TopologyTestDriver
 SEC = 1000
 TEN = TimeWindows.of_size(10 * SEC)
 STRING, LONG = Serdes.string(), Serdes.long()
-
-paths = pytest.mark.parametrize("batch", [False, True], ids=["record-path", "batch-path"])
 
 
 def tw(start_s: int, end_s: int, key: str = "a") -> Windowed:
@@ -47,21 +43,20 @@ def pipe(inp, records: list[tuple[str, float]]) -> None:  # type: ignore[no-unty
 
 
 @contextmanager
-def window_count(windows: TimeWindows, batch: bool) -> Iterator[tuple]:
+def window_count(windows: TimeWindows) -> Iterator[tuple]:
     builder = StreamsBuilder()
     stream = builder.stream("in", Consumed.with_(STRING, STRING))
     stream.group_by_key().windowed_by(windows).count(Materialized.as_("windows")).to_stream().to(
         "out"
     )
-    with TopologyTestDriver(builder.build(), batch_processing=batch) as driver:
+    with TopologyTestDriver(builder.build()) as driver:
         inp = driver.create_input_topic("in", STRING, STRING)
         out = driver.create_output_topic("out", Serdes.windowed(STRING), LONG)
         yield driver, inp, out
 
 
-@paths
-def test_4b_result_timestamp_is_the_largest_record_timestamp(batch: bool) -> None:
-    with window_count(TEN, batch) as (driver, inp, out):
+def test_4b_result_timestamp_is_the_largest_record_timestamp() -> None:
+    with window_count(TEN) as (driver, inp, out):
         pipe(inp, [("a", 5), ("a", 2), ("a", 7)])
         assert emitted(out) == [
             (tw(0, 10), 1, 5),
@@ -74,10 +69,7 @@ def test_4b_result_timestamp_is_the_largest_record_timestamp(batch: bool) -> Non
         assert store.get_with_timestamp("a", 0) == (3, 7 * SEC)
 
 
-@paths
-def test_4b_non_windowed_results_carry_the_max_of_record_and_previous_result(
-    batch: bool,
-) -> None:
+def test_4b_non_windowed_results_carry_the_max_of_record_and_previous_result() -> None:
     builder = StreamsBuilder()
     grouped = builder.stream("in", Consumed.with_(STRING, Serdes.int())).group_by_key()
     grouped.count(Materialized.as_("counts")).to_stream().to("count")
@@ -87,7 +79,7 @@ def test_4b_non_windowed_results_carry_the_max_of_record_and_previous_result(
         lambda _k, v, agg: [*agg, v],
         Materialized.as_("lists").with_value_serde(Serdes.json()),
     ).to_stream().to("aggregate")
-    with TopologyTestDriver(builder.build(), batch_processing=batch) as driver:
+    with TopologyTestDriver(builder.build()) as driver:
         inp = driver.create_input_topic("in", STRING, Serdes.int())
         for value, second in [(1, 5), (2, 2), (3, 7), (4, 1)]:
             inp.pipe_input("a", value, timestamp=second * SEC)
@@ -106,9 +98,8 @@ def test_4b_non_windowed_results_carry_the_max_of_record_and_previous_result(
         assert driver.get_key_value_store("sums").get_with_timestamp("a") == (10, 7 * SEC)
 
 
-@paths
-def test_4b_hopping_windows_each_keep_their_own_largest_timestamp(batch: bool) -> None:
-    with window_count(TEN.advance_by(5 * SEC), batch) as (driver, inp, out):
+def test_4b_hopping_windows_each_keep_their_own_largest_timestamp() -> None:
+    with window_count(TEN.advance_by(5 * SEC)) as (driver, inp, out):
         pipe(inp, [("a", 7), ("a", 3), ("a", 12), ("a", 6)])
         assert emitted(out) == [
             (tw(0, 10), 1, 7),
@@ -121,9 +112,8 @@ def test_4b_hopping_windows_each_keep_their_own_largest_timestamp(batch: bool) -
         assert driver.metrics()["dropped-records"] == 1
 
 
-@paths
-def test_4b_grace_accepted_and_dropped_late_records_never_move_a_timestamp(batch: bool) -> None:
-    with window_count(TEN.grace(5 * SEC), batch) as (driver, inp, out):
+def test_4b_grace_accepted_and_dropped_late_records_never_move_a_timestamp() -> None:
+    with window_count(TEN.grace(5 * SEC)) as (driver, inp, out):
         pipe(inp, [("a", 8), ("a", 14), ("a", 3)])  # 3 s is late but within the grace
         assert emitted(out) == [(tw(0, 10), 1, 8), (tw(10, 20), 1, 14), (tw(0, 10), 2, 8)]
         pipe(inp, [("a", 16), ("a", 9.5)])  # [0, 10) closed at 15 s: 9.5 s is dropped
@@ -132,25 +122,23 @@ def test_4b_grace_accepted_and_dropped_late_records_never_move_a_timestamp(batch
         assert driver.get_window_store("windows").get_with_timestamp("a", 0) == (2, 8 * SEC)
 
 
-@paths
-def test_4b_cache_on_emits_the_largest_timestamp_at_commit(batch: bool) -> None:
+def test_4b_cache_on_emits_the_largest_timestamp_at_commit() -> None:
     builder = StreamsBuilder()
     stream = builder.stream("in", Consumed.with_(STRING, STRING))
     stream.group_by_key().windowed_by(TEN).count().to_stream().to("out")
-    with TopologyTestDriver(builder.build(), cache_enabled=True, batch_processing=batch) as driver:
+    with TopologyTestDriver(builder.build(), cache_enabled=True) as driver:
         inp = driver.create_input_topic("in", STRING, STRING)
         out = driver.create_output_topic("out", Serdes.windowed(STRING), LONG)
         inp.pipe_record_list([("a", "v", 5 * SEC), ("a", "v", 7 * SEC), ("a", "v", 2 * SEC)])
         assert emitted(out) == [(tw(0, 10), 3, 7)]
 
 
-@paths
-def test_4b_a_session_result_carries_the_session_end(batch: bool) -> None:
+def test_4b_a_session_result_carries_the_session_end() -> None:
     builder = StreamsBuilder()
     stream = builder.stream("in", Consumed.with_(STRING, STRING))
     sessions = SessionWindows.with_inactivity_gap(5 * SEC)
     stream.group_by_key().windowed_by(sessions).count().to_stream().to("out")
-    with TopologyTestDriver(builder.build(), batch_processing=batch) as driver:
+    with TopologyTestDriver(builder.build()) as driver:
         inp = driver.create_input_topic("in", STRING, STRING)
         out = driver.create_output_topic("out", Serdes.windowed(STRING), LONG)
         pipe(inp, [("a", 0), ("a", 4), ("a", 1)])

@@ -29,7 +29,7 @@ def sw(key, start_s: float, end_s: float) -> Windowed:
 
 
 @contextmanager
-def session_count(windows=None, materialized=None, cache=False, value_serde=None, batch=False):
+def session_count(windows=None, materialized=None, cache=False, value_serde=None):
     """``in`` (str, str) -> group_by_key -> sessions -> count -> ``out``; yields the driver,
     the input topic and the output topic."""
     builder = StreamsBuilder()
@@ -38,7 +38,7 @@ def session_count(windows=None, materialized=None, cache=False, value_serde=None
     materialized = materialized or Materialized.as_("sessions")
     table = stream.group_by_key().windowed_by(windows).count(materialized)
     table.to_stream().to("out")
-    with TopologyTestDriver(builder.build(), cache_enabled=cache, batch_processing=batch) as driver:
+    with TopologyTestDriver(builder.build(), cache_enabled=cache) as driver:
         inp = driver.create_input_topic("in", Serdes.string(), Serdes.string())
         out = driver.create_output_topic("out", Serdes.windowed(Serdes.string()), Serdes.int())
         yield driver, inp, out
@@ -199,9 +199,8 @@ def test_reduce_uses_the_reducer_to_merge():
         ]
 
 
-@pytest.mark.parametrize("batch", [False, True], ids=["record-path", "batch-path"])
-def test_cache_on_collapses_updates_per_commit(batch):
-    with session_count(cache=True, batch=batch) as (_, inp, out):
+def test_cache_on_collapses_updates_per_commit():
+    with session_count(cache=True) as (_, inp, out):
         inp.pipe_record_list([("a", "v", 0), ("a", "v", 3000), ("a", "v", 4000), ("b", "v", 0)])
         assert out.read_key_values() == [(sw("a", 0, 4), 3), (sw("b", 0, 0), 1)]
         inp.pipe_record_list([("a", "v", 2000), ("a", "v", 1000)])
@@ -210,11 +209,10 @@ def test_cache_on_collapses_updates_per_commit(batch):
         assert out.read_key_values() == [(sw("a", 0, 4), None), (sw("a", 0, 8), 6)]
 
 
-@pytest.mark.parametrize("batch", [False, True], ids=["record-path", "batch-path"])
-def test_cache_on_no_tombstone_for_a_session_never_emitted(batch):
+def test_cache_on_no_tombstone_for_a_session_never_emitted():
     """SEMANTICS 5 (cache on, gap 5 s, one flush at the end): a@0, a@10, a@5 emit exactly
     [0/10]=3."""
-    with session_count(cache=True, batch=batch) as (_, inp, out):
+    with session_count(cache=True) as (_, inp, out):
         inp.pipe_record_list([("a", "v", 0), ("a", "v", 10_000), ("a", "v", 5_000)])
         assert out.read_key_values() == [(sw("a", 0, 10), 3)]
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from streamtide import Consumed, StreamsApp, StreamsBuilder
 from streamtide.log import LogRecord, open_log
 from tests.engine.scenarios import JSON, STRING, engine_config, event_time
@@ -15,10 +13,7 @@ def extracted_topology():
     return builder.build()
 
 
-@pytest.mark.parametrize("batch", [True, False], ids=["batch", "record"])
-def test_the_engine_stamps_records_with_the_extracted_timestamp(
-    spark, log_url, tmp_path, batch: bool
-) -> None:
+def test_the_engine_stamps_records_with_the_extracted_timestamp(spark, log_url, tmp_path) -> None:
     log = open_log(log_url)
     log.create_topic("events", 1)
     # every third record has no event time and takes the partition time; stored timestamps
@@ -32,9 +27,7 @@ def test_the_engine_stamps_records_with_the_extracted_timestamp(
         at = value.get("at", partition_time)
         partition_time = max(partition_time, at)
         expected.append((value["i"], at))
-    config = engine_config(
-        log_url, str(tmp_path / "state"), batch_processing=batch, adaptive_batch_size=False
-    )
+    config = engine_config(log_url, str(tmp_path / "state"), adaptive_batch_size=False)
     app = StreamsApp(extracted_topology(), config, spark=spark)
     progress = app.run_until_caught_up(timeout=300)
     app.stop()

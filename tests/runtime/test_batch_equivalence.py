@@ -1,10 +1,13 @@
-"""Batch processing equals record-at-a-time processing.
+"""Processing a batch a piece at a time equals processing it one record at a time.
 
 The same random input (disorder, late records, duplicates, key skew, None keys) runs through
-the engine's work unit twice, once per path, in several batches over the file log: each
-batch's segments are sealed before the next batch starts, as the driver does, and some batches
-start from a wiped local state directory (a restart on a new executor). Outputs, changelog
-topics, committed task state and the final local stores must be identical, byte for byte.
+the engine's work unit twice, in several batches over the file log: once as the task cuts its
+input (whole pieces, handed breadth-first through the graph) and once with every piece one row
+long (``StreamTask.max_piece_rows = 1``: each record goes through the whole graph before the
+next, as record-at-a-time processing does, through the same operators). Each batch's segments
+are sealed before the next batch starts, as the driver does, and some batches start from a
+wiped local state directory (a restart on a new executor). Outputs, changelog topics,
+committed task state and the final local stores must be identical, byte for byte.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from streamtide import (
 )
 from streamtide.log import LogRecord, open_log
 from streamtide.runtime.state_factory import make_task_stores
+from streamtide.runtime.stream_task import StreamTask
 from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
 from streamtide.state.stores import Stores
 
@@ -67,7 +71,7 @@ def dedup_then_sessions() -> Topology:
 
 
 def dedup_alone() -> Topology:
-    """Dedup by string key straight into a sink: the chain the column lane takes whole."""
+    """Dedup by string key straight into a sink: the benchmark's chain."""
     builder = StreamsBuilder()
     builder.stream("in", Consumed.with_(STRING, JSON)).deduplicate_by_key(
         timedelta(seconds=6), Deduplicated.as_("dedup")
@@ -112,8 +116,8 @@ def dedup_by_id_and_list_sessions() -> Topology:
 
 def byte_keys_and_text_sessions() -> Topology:
     """Keys read as bytes, so dedup ids and session keys go by their serialized form (not by
-    text), and a session reduce over text values (aggregates the batch twin keeps next to
-    their bytes) with the record cache on."""
+    text), and a session reduce over text values (aggregates the session operator keeps next
+    to their bytes) with the record cache on."""
     builder = StreamsBuilder()
     events = builder.stream("in", Consumed.with_(BYTES, JSON))
     events.deduplicate_by_key(timedelta(seconds=5), Deduplicated.with_(BYTES, JSON)).to(
@@ -219,8 +223,8 @@ def windowed_outer_join() -> Topology:
 def final_sessions_and_windows() -> Topology:
     """Emit-final session counts and hopping-window sums (``EmitStrategy.on_window_close()``):
     final results depend on stream time at every record, and their close indexes are stores.
-    Also suppressed tables: session counts (batch twin, record cache) held until each session
-    closes, and per-key counts held 3 s in a buffer of at most 2 keys."""
+    Also suppressed tables: session counts (record cache) held until each session closes, and
+    per-key counts held 3 s in a buffer of at most 2 keys."""
     builder = StreamsBuilder()
     grouped = builder.stream("in", Consumed.with_(STRING, JSON)).group_by_key()
     (
@@ -257,7 +261,101 @@ def final_sessions_and_windows() -> Topology:
     return builder.build()
 
 
+def fan_out_shapes() -> Topology:
+    """Where breadth-first order could differ from one record at a time: a split whose
+    branches write one topic, a merge after the split, a flat_map feeding a map and the same
+    topic, and a count over the merged stream."""
+    builder = StreamsBuilder()
+    events = builder.stream("in", Consumed.with_(STRING, JSON))
+    branches = (
+        events.split(named="s-")
+        .branch(lambda k, v: v["n"] % 3 == 0, "zero")
+        .branch(lambda k, v: v["n"] % 3 == 1, "one")
+        .default_branch("two")
+    )
+    branches["s-zero"].map_values(lambda v: {**v, "b": 0}).to(
+        "unique", Produced.with_(STRING, JSON)
+    )
+    branches["s-one"].to("unique", Produced.with_(STRING, JSON))
+    pairs = branches["s-two"].flat_map(lambda k, v: [(k, v), (k, {**v, "copy": 1})])
+    pairs.to("unique", Produced.with_(STRING, JSON))
+    pairs.map_values(lambda v: {**v, "mapped": 1}).to("unique", Produced.with_(STRING, JSON))
+    (
+        branches["s-zero"]
+        .merge(branches["s-one"])
+        .group_by_key()
+        .count(Materialized.as_("merged-counts").with_caching_disabled())
+        .to_stream()
+        .to("sums", Produced.with_(STRING, Serdes.long()))
+    )
+    return builder.build()
+
+
+def self_join() -> Topology:
+    """A stream joined with itself within 3 s: both sides of the join in one source."""
+    builder = StreamsBuilder()
+    events = builder.stream("in", Consumed.with_(STRING, JSON))
+    events.join(
+        events,
+        lambda a, b: [a["i"], b["i"]],
+        JoinWindows.of_time_difference_and_grace(timedelta(seconds=3), timedelta(seconds=1)),
+    ).to("joined", Produced.with_(STRING, JSON))
+    return builder.build()
+
+
+class Tally(Processor):
+    """Counts per key, forwards the count, then the count again to the child ``again``."""
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        self.store = context.get_state_store("tally")
+
+    def process(self, record: Record) -> None:
+        if record.key is None:
+            return
+        count = (self.store.get(record.key) or 0) + 1
+        self.context.forward(record.with_value({"i": record.value["i"], "count": count}))
+        self.store.put(record.key, count)
+        self.context.forward(record.with_value({"i": record.value["i"], "again": count}), "again")
+
+
+class ReadTally(Processor):
+    """Reads the tally a node above it wrote for the key."""
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        self.store = context.get_state_store("tally")
+
+    def process(self, record: Record) -> None:
+        self.context.forward(
+            record.with_value({**record.value, "read": self.store.get(record.key)})
+        )
+
+
+def a_store_read_below_its_writer() -> Topology:
+    """A Processor API node writing a store after its forward, and a node below it reading
+    the store: each record must reach the reader before the writer takes the next one."""
+    builder = StreamsBuilder()
+    builder.add_state_store(
+        Stores.key_value_store_builder(Stores.persistent_key_value_store("tally"), STRING, INT)
+    )
+    topology = builder.topology
+    source = builder.stream("in", Consumed.with_(STRING, JSON)).node
+    topology.add_processor("tally", Tally, source)
+    topology.add_processor("read", ReadTally, "tally")
+    topology.add_processor("again", ReadTally, "tally")
+    topology.connect_processor_and_state_stores("tally", "tally")
+    topology.connect_processor_and_state_stores("read", "tally")
+    topology.connect_processor_and_state_stores("again", "tally")
+    topology.add_sink("sink", "sums", "read", key_serde=STRING, value_serde=JSON)
+    topology.add_sink("again-sink", "joined", "again", key_serde=STRING, value_serde=JSON)
+    return builder.build()
+
+
 TOPOLOGIES: dict[str, Callable[[], Topology]] = {
+    "fan-out-shapes": fan_out_shapes,
+    "self-join": self_join,
+    "store-read-below": a_store_read_below_its_writer,
     "enriched-by-a-table": enriched_by_a_table,
     "final-sessions-windows": final_sessions_and_windows,
     "dedup-sessions": dedup_then_sessions,
@@ -276,9 +374,10 @@ def run_batches(
     records: list[LogRecord],
     cuts: list[int],
     wipes: set[int],
-    batch_processing: bool,
+    piece_rows: int | None,
 ) -> dict[str, Any]:
-    """Run the input in batches through ``run_work_unit`` and return everything visible.
+    """Run the input in batches through ``run_work_unit`` (pieces of at most ``piece_rows``
+    rows; None: as the task cuts them) and return everything visible.
 
     A topology that reads ``profiles`` gets every third record there instead (a value with
     ``n == 0`` as a tombstone); a cut then splits both topics at that point of the input."""
@@ -302,7 +401,6 @@ def run_batches(
         application_id="eq",
         log=log.url,
         state_dir=str(root / "state"),
-        batch_processing=batch_processing,
         snapshot_interval=0,
     )
     state: dict[str, Any] = {}
@@ -312,7 +410,11 @@ def run_batches(
             shutil.rmtree(root / "state", ignore_errors=True)
         ranges = {t: [topics[:start].count(t), topics[:end].count(t)] for t in sorted(set(topics))}
         spec = WorkUnitSpec(batch, 0, "c", [ActiveSpec("0_0", ranges, state)])
-        report = run_work_unit(topology, config, log, spec, make_task_stores)
+        StreamTask.max_piece_rows = piece_rows
+        try:
+            report = run_work_unit(topology, config, log, spec, make_task_stores)
+        finally:
+            StreamTask.max_piece_rows = None
         (task,) = report["tasks"]
         for segment in task["segments"]:
             ref = _segment(segment)
@@ -382,7 +484,7 @@ def inputs(draw: Any) -> tuple[list[LogRecord], list[int], set[int]]:
     name=st.sampled_from(sorted(TOPOLOGIES)),
     data=inputs(),
 )
-def test_batch_path_equals_record_path(name: str, data: Any) -> None:
+def test_pieces_equal_records_one_at_a_time(name: str, data: Any) -> None:
     records, cuts, wipes = data
     record_path = assert_paths_equal(TOPOLOGIES[name], records, cuts, wipes)
     outputs = ("sessions", "unique", "windows", "sums", "joined")
@@ -395,12 +497,13 @@ def test_batch_path_equals_record_path(name: str, data: Any) -> None:
 def assert_paths_equal(
     topology: Callable[[], Topology], records: list[LogRecord], cuts: list[int], wipes: set[int]
 ) -> dict[str, Any]:
-    """Run both paths; everything visible must be equal. Returns the record path's."""
+    """Run pieces of one row and whole pieces; everything visible must be equal. Returns the
+    one-row run's."""
     results = []
-    for batch_processing in (False, True):
+    for piece_rows in (1, None):
         root = Path(tempfile.mkdtemp(prefix="streamtide-eq-"))
         try:
-            results.append(run_batches(root, topology(), records, cuts, wipes, batch_processing))
+            results.append(run_batches(root, topology(), records, cuts, wipes, piece_rows))
         finally:
             shutil.rmtree(root, ignore_errors=True)
     record_path, batch_path = results
@@ -412,8 +515,8 @@ def assert_paths_equal(
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=inputs())
-def test_the_column_lane_equals_the_record_path(data: Any) -> None:
-    """Dedup straight into a sink: the batch path hands each batch down as columns."""
+def test_dedup_into_a_sink_equals_records_one_at_a_time(data: Any) -> None:
+    """Dedup straight into a sink: the benchmark's chain, a whole batch in one piece."""
     assert_paths_equal(dedup_alone, *data)
 
 
@@ -427,7 +530,7 @@ def test_join_output_does_not_depend_on_batches_or_restores(data: Any) -> None:
     for batch_cuts, batch_wipes in (([], set()), (cuts, wipes)):
         root = Path(tempfile.mkdtemp(prefix="streamtide-eq-"))
         try:
-            seen = run_batches(root, windowed_outer_join(), records, batch_cuts, batch_wipes, True)
+            seen = run_batches(root, windowed_outer_join(), records, batch_cuts, batch_wipes, None)
             results.append((seen["joined"], seen["state"]["stream_time"]))
         finally:
             shutil.rmtree(root, ignore_errors=True)
@@ -439,7 +542,7 @@ def test_batch_path_keeps_emitted_aggregates_intact() -> None:
     records = [LogRecord(b"a", JSON.serialize({"n": n, "i": n}), 100 * S + n * S) for n in range(4)]
     root = Path(tempfile.mkdtemp(prefix="streamtide-eq-"))
     try:
-        seen = run_batches(root, dedup_by_id_and_list_sessions(), records, [], set(), True)
+        seen = run_batches(root, dedup_by_id_and_list_sessions(), records, [], set(), None)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     values = [JSON.deserialize(value) for _, value, _, _ in seen["sessions"]]
@@ -447,8 +550,9 @@ def test_batch_path_keeps_emitted_aggregates_intact() -> None:
 
 
 def test_final_results_and_suppressed_tables_are_emitted_alike() -> None:
-    """A fixed input long enough that windows close and buffers fill: both paths emit the
-    same final results, suppressed records and store contents, across restarts."""
+    """A fixed input long enough that windows close and buffers fill: one-row pieces and
+    whole pieces emit the same final results, suppressed records and store contents, across
+    restarts."""
     keys = [b"a", b"b", b"c"]
     records = [
         LogRecord(
@@ -459,13 +563,11 @@ def test_final_results_and_suppressed_tables_are_emitted_alike() -> None:
         for n in range(80)
     ]
     results = []
-    for batch_processing in (False, True):
+    for piece_rows in (1, None):
         root = Path(tempfile.mkdtemp(prefix="streamtide-eq-"))
         try:
             results.append(
-                run_batches(
-                    root, final_sessions_and_windows(), records, [20, 45], {2}, batch_processing
-                )
+                run_batches(root, final_sessions_and_windows(), records, [20, 45], {2}, piece_rows)
             )
         finally:
             shutil.rmtree(root, ignore_errors=True)

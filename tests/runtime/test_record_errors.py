@@ -27,7 +27,6 @@ from streamtide.testing import TopologyTestDriver
 STRING = Serdes.string()
 CONTINUE = ProcessingHandlerResponse.CONTINUE
 FAIL = ProcessingHandlerResponse.FAIL
-PATHS = pytest.mark.parametrize("batch", [False, True], ids=["record", "batch"])
 
 
 def explode(value: str) -> str:
@@ -36,7 +35,7 @@ def explode(value: str) -> str:
     return value
 
 
-def driver(batch: bool, **settings: Any) -> TopologyTestDriver:
+def driver(**settings: Any) -> TopologyTestDriver:
     """``in`` -> upper-case ("shout") -> fails on BOOM ("explode") -> ``out``."""
     builder = StreamsBuilder()
     (
@@ -46,7 +45,7 @@ def driver(batch: bool, **settings: Any) -> TopologyTestDriver:
         .to("out", Produced.with_(STRING, STRING))
     )
     config = StreamsConfig(application_id="errors", **settings)
-    return TopologyTestDriver(builder.build(), config, batch_processing=batch)
+    return TopologyTestDriver(builder.build(), config)
 
 
 def pipe(test_driver: TopologyTestDriver, *values: str) -> None:
@@ -59,9 +58,8 @@ def out(test_driver: TopologyTestDriver) -> list[Any]:
     return test_driver.create_output_topic("out", STRING, STRING).read_values()
 
 
-@PATHS
-def test_fail_stops_naming_processor_task_topic_partition_and_offset(batch: bool) -> None:
-    with driver(batch) as test_driver:
+def test_fail_stops_naming_processor_task_topic_partition_and_offset() -> None:
+    with driver() as test_driver:
         with pytest.raises(StreamsProcessingError) as raised:
             pipe(test_driver, "a", "boom", "c")
         error = raised.value
@@ -77,10 +75,9 @@ def test_fail_stops_naming_processor_task_topic_partition_and_offset(batch: bool
         assert test_driver.metrics().get("dropped-records.processing_error") is None
 
 
-@PATHS
-def test_log_and_continue_skips_counts_and_dead_letters_the_raw_record(batch: bool) -> None:
+def test_log_and_continue_skips_counts_and_dead_letters_the_raw_record() -> None:
     settings = {"processing_exception_handler": "log_and_continue"}
-    with driver(batch, errors_dead_letter_topic="dead", **settings) as test_driver:
+    with driver(errors_dead_letter_topic="dead", **settings) as test_driver:
         pipe(test_driver, "a", "boom", "c", "boom again", "e")
         assert out(test_driver) == ["A", "C", "E"]  # later records are processed
         metrics = test_driver.metrics()
@@ -100,17 +97,15 @@ def test_log_and_continue_skips_counts_and_dead_letters_the_raw_record(batch: bo
         assert (second.value, dict(second.headers)["streamtide.offset"]) == (b"boom again", b"3")
 
 
-@PATHS
-def test_log_and_continue_without_a_dead_letter_topic_writes_nowhere_else(batch: bool) -> None:
-    with driver(batch, processing_exception_handler="log_and_continue") as test_driver:
+def test_log_and_continue_without_a_dead_letter_topic_writes_nowhere_else() -> None:
+    with driver(processing_exception_handler="log_and_continue") as test_driver:
         pipe(test_driver, "boom", "b")
         assert out(test_driver) == ["B"]
         assert test_driver.produced_topic_names() == {"in", "out"}
         assert test_driver.metrics()["dropped-records.processing_error"] == 1
 
 
-@PATHS
-def test_a_handler_function_sees_the_context_and_decides(batch: bool) -> None:
+def test_a_handler_function_sees_the_context_and_decides() -> None:
     seen: list[tuple[ErrorHandlerContext, Any, Exception]] = []
 
     def handler(context: ErrorHandlerContext, record: Any, exc: Exception) -> Any:
@@ -118,7 +113,7 @@ def test_a_handler_function_sees_the_context_and_decides(batch: bool) -> None:
         return FAIL if record.value == "BOOM FATAL" else CONTINUE
 
     settings = {"processing_exception_handler": handler, "errors_dead_letter_topic": "dead"}
-    with driver(batch, **settings) as test_driver:
+    with driver(**settings) as test_driver:
         with pytest.raises(HandlerFailedError) as raised:
             pipe(test_driver, "a", "boom", "c", "boom fatal", "e")
         assert out(test_driver) == ["A", "C"]
@@ -148,12 +143,11 @@ def test_a_handler_function_sees_the_context_and_decides(batch: bool) -> None:
         assert test_driver.metrics()["dropped-records.processing_error"] == 1
 
 
-@PATHS
-def test_a_handler_that_answers_nonsense_or_raises_stops_the_app(batch: bool) -> None:
+def test_a_handler_that_answers_nonsense_or_raises_stops_the_app() -> None:
     def nonsense(context: ErrorHandlerContext, record: Any, exc: Exception) -> Any:
         return True
 
-    with driver(batch, processing_exception_handler=nonsense) as test_driver:
+    with driver(processing_exception_handler=nonsense) as test_driver:
         with pytest.raises(HandlerFailedError, match="must return") as raised:
             pipe(test_driver, "boom")
         assert raised.value.node == "explode" and raised.value.offset == 0
@@ -161,14 +155,13 @@ def test_a_handler_that_answers_nonsense_or_raises_stops_the_app(batch: bool) ->
     def broken(context: ErrorHandlerContext, record: Any, exc: Exception) -> Any:
         raise KeyError("oops")
 
-    with driver(batch, processing_exception_handler=broken) as test_driver:
+    with driver(processing_exception_handler=broken) as test_driver:
         with pytest.raises(HandlerFailedError, match="raised KeyError") as raised:
             pipe(test_driver, "boom")
         assert isinstance(raised.value.__cause__, KeyError)
 
 
-@PATHS
-def test_the_deserialization_handler_function_and_dead_letter_topic(batch: bool) -> None:
+def test_the_deserialization_handler_function_and_dead_letter_topic() -> None:
     seen: list[tuple[ErrorHandlerContext, Any, Exception]] = []
 
     def handler(context: ErrorHandlerContext, raw: Any, exc: Exception) -> Any:
@@ -176,7 +169,7 @@ def test_the_deserialization_handler_function_and_dead_letter_topic(batch: bool)
         return FAIL if raw.value == b"\xfe" else CONTINUE
 
     settings = {"deserialization_exception_handler": handler, "errors_dead_letter_topic": "dead"}
-    with driver(batch, **settings) as test_driver:
+    with driver(**settings) as test_driver:
         test_driver.pipe_raw("in", b"k", b"\xff", 7, headers=[("h", b"1")])
         test_driver.pipe_raw("in", b"k", b"ok", 8)
         assert out(test_driver) == ["OK"]
@@ -202,11 +195,8 @@ def test_the_deserialization_handler_function_and_dead_letter_topic(batch: bool)
         assert (raised.value.topic, raised.value.offset) == ("in", 2)
 
 
-@PATHS
-def test_log_and_continue_deserialization_keeps_the_default_dead_letter_topic(
-    batch: bool,
-) -> None:
-    with driver(batch, deserialization_exception_handler="log_and_continue") as test_driver:
+def test_log_and_continue_deserialization_keeps_the_default_dead_letter_topic() -> None:
+    with driver(deserialization_exception_handler="log_and_continue") as test_driver:
         test_driver.pipe_raw("in", b"k", b"\xff", 7)
         assert [r.value for r in test_driver.topic_records("errors-dlq")] == [b"\xff"]
 
@@ -224,8 +214,7 @@ class CountsThenFails(Processor):
             raise ValueError("boom")
 
 
-@PATHS
-def test_with_continue_what_the_processor_did_before_raising_stays(batch: bool) -> None:
+def test_with_continue_what_the_processor_did_before_raising_stays() -> None:
     builder = StreamsBuilder()
     builder.add_state_store(
         Stores.key_value_store_builder(
@@ -234,7 +223,7 @@ def test_with_continue_what_the_processor_did_before_raising_stays(batch: bool) 
     )
     builder.stream("in", Consumed.with_(STRING, STRING)).process(CountsThenFails, "counts")
     config = StreamsConfig(application_id="errors", processing_exception_handler="log_and_continue")
-    with TopologyTestDriver(builder.build(), config, batch_processing=batch) as test_driver:
+    with TopologyTestDriver(builder.build(), config) as test_driver:
         topic = test_driver.create_input_topic("in", STRING, STRING)
         for value in ("a", "boom", "c"):
             topic.pipe_input("k", value, timestamp=1)

@@ -24,7 +24,6 @@ from streamtide.timestamp_extractor import (
 )
 
 STRING = Serdes.string()
-PATHS = pytest.mark.parametrize("batch", [False, True], ids=["record", "batch"])
 
 
 def event_time(record: ConsumerRecord, partition_time: int) -> int:
@@ -32,7 +31,7 @@ def event_time(record: ConsumerRecord, partition_time: int) -> int:
     return int(record.value.split("|")[0])
 
 
-def driver_for(batch: bool, extractor=event_time, **config) -> TopologyTestDriver:
+def driver_for(extractor=event_time, **config) -> TopologyTestDriver:
     builder = StreamsBuilder()
     builder.stream("in", Consumed.with_(STRING, STRING, timestamp_extractor=extractor)).to(
         "out", None
@@ -40,13 +39,11 @@ def driver_for(batch: bool, extractor=event_time, **config) -> TopologyTestDrive
     return TopologyTestDriver(
         builder.build(),
         StreamsConfig(application_id="extract", default_key_serde=STRING, **config),
-        batch_processing=batch,
     )
 
 
-@PATHS
-def test_the_extracted_timestamp_becomes_the_records_timestamp(batch: bool) -> None:
-    with driver_for(batch) as driver:
+def test_the_extracted_timestamp_becomes_the_records_timestamp() -> None:
+    with driver_for() as driver:
         inp = driver.create_input_topic("in", STRING, STRING)
         out = driver.create_output_topic("out", STRING, STRING)
         inp.pipe_input("k", "5000|a", timestamp=1)
@@ -58,15 +55,14 @@ def test_the_extracted_timestamp_becomes_the_records_timestamp(batch: bool) -> N
         assert driver.tasks[0].stream_time == 5000
 
 
-@PATHS
-def test_the_extractor_sees_the_consumed_record_and_the_partition_time(batch: bool) -> None:
+def test_the_extractor_sees_the_consumed_record_and_the_partition_time() -> None:
     calls: list[tuple[ConsumerRecord, int]] = []
 
     def spy(record: ConsumerRecord, partition_time: int) -> int:
         calls.append((record, partition_time))
         return event_time(record, partition_time)
 
-    with driver_for(batch, spy) as driver:
+    with driver_for(spy) as driver:
         inp = driver.create_input_topic("in", STRING, STRING)
         inp.pipe_input("k", "50|a", timestamp=7, headers=(("h", b"1"),))
         inp.pipe_input("k", "20|b", timestamp=8)
@@ -77,8 +73,7 @@ def test_the_extractor_sees_the_consumed_record_and_the_partition_time(batch: bo
         assert driver.committed_state("0_0").partition_times == {"in:0": 90}
 
 
-@PATHS
-def test_the_default_extractor_applies_to_sources_without_their_own(batch: bool) -> None:
+def test_the_default_extractor_applies_to_sources_without_their_own() -> None:
     builder = StreamsBuilder()
     builder.stream("in", Consumed.with_(STRING, STRING)).to("out")
     config = StreamsConfig(
@@ -87,15 +82,14 @@ def test_the_default_extractor_applies_to_sources_without_their_own(batch: bool)
         default_value_serde=STRING,
         default_timestamp_extractor=event_time,
     )
-    with TopologyTestDriver(builder.build(), config, batch_processing=batch) as driver:
+    with TopologyTestDriver(builder.build(), config) as driver:
         driver.create_input_topic("in", STRING, STRING).pipe_input("k", "42|a", timestamp=1)
         out = driver.create_output_topic("out", STRING, STRING)
         assert out.read_record().timestamp == 42
 
 
-@PATHS
-def test_a_negative_extracted_timestamp_fails_naming_topic_partition_offset(batch: bool) -> None:
-    with driver_for(batch) as driver:
+def test_a_negative_extracted_timestamp_fails_naming_topic_partition_offset() -> None:
+    with driver_for() as driver:
         inp = driver.create_input_topic("in", STRING, STRING)
         inp.pipe_input("k", "1|a", timestamp=1)
         with pytest.raises(InvalidTimestampError) as info:
@@ -104,11 +98,8 @@ def test_a_negative_extracted_timestamp_fails_naming_topic_partition_offset(batc
         assert "negative timestamp -3" in str(info.value)
 
 
-@PATHS
-def test_a_negative_extracted_timestamp_is_skipped_and_counted_with_log_and_skip(
-    batch: bool,
-) -> None:
-    with driver_for(batch, invalid_timestamp_handler="log_and_skip") as driver:
+def test_a_negative_extracted_timestamp_is_skipped_and_counted_with_log_and_skip() -> None:
+    with driver_for(invalid_timestamp_handler="log_and_skip") as driver:
         inp = driver.create_input_topic("in", STRING, STRING)
         out = driver.create_output_topic("out", STRING, STRING)
         inp.pipe_input("k", "-3|a", timestamp=5)
@@ -117,10 +108,9 @@ def test_a_negative_extracted_timestamp_is_skipped_and_counted_with_log_and_skip
         assert driver.metrics()["dropped-records.invalid_timestamp"] == 1
 
 
-@PATHS
-def test_use_partition_time_on_invalid_timestamp(batch: bool) -> None:
+def test_use_partition_time_on_invalid_timestamp() -> None:
     extractor = use_partition_time_on_invalid_timestamp
-    with driver_for(batch, extractor, invalid_timestamp_handler="log_and_skip") as driver:
+    with driver_for(extractor, invalid_timestamp_handler="log_and_skip") as driver:
         out = driver.create_output_topic("out", STRING, STRING)
         driver.pipe_raw("in", b"k", b"a", -1)  # no partition time yet: skipped
         driver.pipe_raw("in", b"k", b"b", 30)
@@ -128,20 +118,16 @@ def test_use_partition_time_on_invalid_timestamp(batch: bool) -> None:
         assert [(r.value, r.timestamp) for r in out.read_records()] == [("b", 30), ("c", 30)]
 
 
-@PATHS
-def test_an_extractor_that_raises_names_the_record(batch: bool) -> None:
-    with driver_for(batch) as driver:
+def test_an_extractor_that_raises_names_the_record() -> None:
+    with driver_for() as driver:
         inp = driver.create_input_topic("in", STRING, STRING)
         with pytest.raises(StreamsProcessingError, match="timestamp extractor failed") as info:
             inp.pipe_input("k", "not a number", timestamp=1)
         assert (info.value.topic, info.value.offset) == ("in", 0)
 
 
-@PATHS
-def test_a_record_that_cannot_be_deserialized_goes_to_the_handler_not_the_extractor(
-    batch: bool,
-) -> None:
-    with driver_for(batch, deserialization_exception_handler="log_and_continue") as driver:
+def test_a_record_that_cannot_be_deserialized_goes_to_the_handler_not_the_extractor() -> None:
+    with driver_for(deserialization_exception_handler="log_and_continue") as driver:
         out = driver.create_output_topic("out", STRING, STRING)
         driver.pipe_raw("in", b"k", b"\xff", 1)  # not UTF-8
         driver.pipe_raw("in", b"k", b"8|ok", 2)
@@ -157,8 +143,7 @@ class Spy(Processor):
         self.seen.append((record.value, record.timestamp, self.context.current_stream_time_ms()))
 
 
-@PATHS
-def test_partitions_are_merged_by_the_extracted_timestamp(batch: bool) -> None:
+def test_partitions_are_merged_by_the_extracted_timestamp() -> None:
     """SEMANTICS section 1: the head with the lowest timestamp goes first; with an
     extractor that is the extracted timestamp (as in Kafka Streams), not the stored one."""
     seen: list = []
@@ -174,7 +159,7 @@ def test_partitions_are_merged_by_the_extracted_timestamp(batch: bool) -> None:
         )
         .add_processor("spy", lambda: Spy(seen), "src")
     )
-    task = StreamTask(topology, 0, 0, _Collector(), batch_processing=batch).initialize()
+    task = StreamTask(topology, 0, 0, _Collector()).initialize()
     # stored timestamps would order a0, a1, b0, b1; the extracted ones order b0, a0, b1, a1
     task.add_records("a", [LogRecord(b"k", b"5|a0", 1, (), 0), LogRecord(b"k", b"9|a1", 2, (), 1)])
     task.add_records("b", [LogRecord(b"k", b"3|b0", 3, (), 0), LogRecord(b"k", b"7|b1", 4, (), 1)])
@@ -183,8 +168,7 @@ def test_partitions_are_merged_by_the_extracted_timestamp(batch: bool) -> None:
     assert task.committed_state().partition_times == {"a:0": 9, "b:0": 7}
 
 
-@PATHS
-def test_the_partition_time_survives_a_restart(batch: bool) -> None:
+def test_the_partition_time_survives_a_restart() -> None:
     seen: list = []
     partition_times: list[int] = []
 
@@ -198,9 +182,7 @@ def test_the_partition_time_survives_a_restart(batch: bool) -> None:
             .add_source("src", "a", value_serde=STRING, timestamp_extractor=keep_partition_time)
             .add_processor("spy", lambda: Spy(seen), "src")
         )
-        return StreamTask(
-            topology, 0, 0, _Collector(), committed=committed, batch_processing=batch
-        ).initialize()
+        return StreamTask(topology, 0, 0, _Collector(), committed=committed).initialize()
 
     first = task_from()
     first.add_records("a", [LogRecord(b"k", b"40|x", 1, (), 0)])
@@ -219,9 +201,8 @@ class _Collector:
         raise AssertionError("nothing is sent")
 
 
-@PATHS
-def test_an_extractor_must_return_an_int(batch: bool) -> None:
-    with driver_for(batch, lambda record, partition_time: 1.5) as driver:
+def test_an_extractor_must_return_an_int() -> None:
+    with driver_for(lambda record, partition_time: 1.5) as driver:
         inp = driver.create_input_topic("in", STRING, STRING)
         with pytest.raises(StreamsProcessingError, match=r"returned 1.5, not an int"):
             inp.pipe_input("k", "1|a", timestamp=1)

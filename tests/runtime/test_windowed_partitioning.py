@@ -47,9 +47,8 @@ def windowed_counts(windows: Any, key_serde: Any) -> Any:
     ],
     ids=["time-windowed", "session-windowed"],
 )
-@pytest.mark.parametrize("batch", [False, True], ids=["record-path", "batch-path"])
 def test_every_window_of_a_key_goes_to_the_base_keys_partition(
-    windows, key_serde, batch, tmp_path
+    windows, key_serde, tmp_path
 ) -> None:
     collector = FourPartitions()
     task = StreamTask(
@@ -58,7 +57,6 @@ def test_every_window_of_a_key_goes_to_the_base_keys_partition(
         0,
         collector,
         state_dir=tmp_path,
-        batch_processing=batch,
     ).initialize()
     keys = ["alice", "bob", "carol", "dave", "erin"]
     records = [

@@ -44,12 +44,16 @@ _CHOICES = {
 #: Error handler settings: a handler name or a function named ``module.function``.
 _HANDLERS = ("deserialization_exception_handler", "processing_exception_handler")
 _DURATIONS = {"commit_interval", "locality_wait", "work_unit_max_age"}
+#: Settings of earlier releases that no longer exist, with what to do instead.
+_REMOVED = {
+    "batch_processing": "every task processes its input in batches now (one path, the same "
+    "results); remove the setting",
+}
 #: Shorter names of boolean flags (``--cache/--no-cache``).
 _BOOL_FLAGS = {"cache_enabled": "cache"}
 #: One line per setting for ``--help`` (docs/engine.md has the full table).
 _HELP = {
     "cache_enabled": "The record cache",
-    "batch_processing": "Process each task's input as a batch (bulk serdes, state per key)",
     "adaptive_batch_size": "Grow the batch cap while full batches finish within commit_interval",
     "adaptive_batch_size_limit": "Upper limit of the adaptive per-partition batch cap",
     "stages_in_one_job": "Run all sub-topologies of a batch in one Spark job",
@@ -226,6 +230,8 @@ def load_file(path: str | Path) -> dict[str, Any]:
     known = {*setting_names(), *RUN_SETTINGS}
     settings: dict[str, Any] = {}
     for key, value in data.items():
+        if key in _REMOVED:
+            raise ConfigError(f"{path}: setting {key!r} was removed: {_REMOVED[key]}")
         if key not in known:
             raise ConfigError(
                 f"{path}: unknown setting {key!r}; known settings: {', '.join(sorted(known))}"

@@ -1,6 +1,5 @@
 """The Streams DSL: StreamsBuilder, KStream, KGroupedStream, KTable and their options."""
 
-from streamtide.dsl import dedup_batch, session_batch  # noqa: F401  (register batch twins)
 from streamtide.dsl.branched import BranchedKStream
 from streamtide.dsl.builder import StreamsBuilder
 from streamtide.dsl.deduplicate import Deduplicated

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.params import ensure_callable
-from streamtide.dsl.processors import BranchProcessor, PassThroughProcessor
+from streamtide.dsl.processors import BranchOperator, PassThroughOperator
 from streamtide.errors import TopologyError
 
 if TYPE_CHECKING:
@@ -62,11 +62,11 @@ class BranchedKStream:
         routes = [(predicate, children[name]) for predicate, name in self._branches]
         default_child = children.get(default) if default is not None else None
         topology.add_processor(
-            split_name, lambda: BranchProcessor(routes, default_child), self.stream.node
+            split_name, lambda: BranchOperator(routes, default_child), self.stream.node
         )
         result = {}
         for branch_name, child in children.items():
-            topology.add_processor(child, PassThroughProcessor, split_name)
+            topology.add_processor(child, PassThroughOperator, split_name)
             result[branch_name] = KStream(
                 builder,
                 child,

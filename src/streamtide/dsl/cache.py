@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from streamtide.processor.api import ProcessorContext
+from streamtide.processor.column_batch import ColumnBatch
+from streamtide.processor.operator import ColumnOperator
 from streamtide.record import Record
 from streamtide.window import Window, Windowed
 
@@ -23,7 +25,8 @@ class EmitCache:
 
     Caching is on when the task runs with the cache enabled (the engine's default; off in the
     test driver) and the operator's ``Materialized`` did not disable it. Flushed updates are
-    emitted in the order their keys were last updated.
+    emitted in the order their keys were last updated: handed to ``deliver`` as one list
+    (a column operator emits them as a batch), by default forwarded one by one.
 
     An update marked ``created`` introduces a key that no earlier flush emitted (a new session
     window); if a tombstone for that key follows before the next flush, both vanish: a key
@@ -31,9 +34,15 @@ class EmitCache:
     nothing when the new and the last flushed value are both null).
     """
 
-    def __init__(self, context: ProcessorContext, caching_allowed: bool = True) -> None:
+    def __init__(
+        self,
+        context: ProcessorContext,
+        caching_allowed: bool = True,
+        deliver: Callable[[list[Record]], None] | None = None,
+    ) -> None:
         self.context = context
         self.enabled = caching_allowed and bool(getattr(context, "cache_enabled", False))
+        self._deliver = deliver or self._forward_each
         self._pending: dict[Hashable, Any] = {}  # a Record, or emit_window's parts
         self._created: set[Hashable] = set()
         if self.enabled:
@@ -59,6 +68,14 @@ class EmitCache:
             self._created.discard(key)  # never emitted: no update, no tombstone
             return
         pending[key] = record
+
+    @property
+    def pending(self) -> dict[Hashable, Any]:
+        """The pending updates in emit order, until the next flush replaces them: an operator
+        updating many windows puts ``emit_window``'s entries here itself, as ``(key, start,
+        end) -> (key, start, end, value, timestamp, headers, created)`` (moving an updated key
+        to the end), with no call per update."""
+        return self._pending
 
     def emit_window(
         self,
@@ -100,12 +117,36 @@ class EmitCache:
     def flush(self) -> None:
         self._created.clear()
         pending, self._pending = self._pending, {}
-        forward = self.context.forward
+        records = []
         for record in pending.values():
             if record.__class__ is tuple:  # from emit_window
                 key, start, end, value, timestamp, headers, _ = record
                 record = Record(Windowed(key, Window(start, end)), value, timestamp, headers)
+            records.append(record)
+        if records:
+            self._deliver(records)
+
+    def _forward_each(self, records: list[Record]) -> None:
+        forward = self.context.forward
+        for record in records:
             forward(record)
 
     def __len__(self) -> int:
         return len(self._pending)
+
+
+def emit_as_batch(operator: ColumnOperator) -> Callable[[list[Record]], None]:
+    """A cache's ``deliver`` for a column operator: the flushed updates emitted as one batch
+    of rows of no input row."""
+
+    def deliver(records: list[Record]) -> None:
+        context = operator.context
+        operator.emit(
+            ColumnBatch.from_records(
+                context.partition,  # type: ignore[attr-defined]
+                records,
+                context.current_stream_time_ms(),
+            )
+        )
+
+    return deliver

@@ -8,7 +8,8 @@ Tables made by stream aggregations forward plain values; ``as_change`` reads tho
 value without old one.
 
 ``ChangeSerde`` writes a change to a repartition topic (both values, each with the inner
-serde); ``ToStreamProcessor`` turns changes back into plain values (``KTable.to_stream``).
+serde); ``processors.ToStreamOperator`` turns changes back into plain values
+(``KTable.to_stream``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ import struct
 from typing import Any, NamedTuple
 
 from streamtide.errors import SerdeError
-from streamtide.processor.api import Processor
-from streamtide.record import Record
 from streamtide.serde import Serde
 
 _LENGTH = struct.Struct(">i")
@@ -88,13 +87,3 @@ class ChangeSerde(Serde[Any]):
 
     def __repr__(self) -> str:
         return f"ChangeSerde({self.inner!r})"
-
-
-class ToStreamProcessor(Processor):
-    """Forwards each table update as a plain record: the new value (None for a tombstone)."""
-
-    def process(self, record: Record) -> None:
-        value = record.value
-        if isinstance(value, Change):
-            record = record.with_value(value.new)
-        self.context.forward(record)

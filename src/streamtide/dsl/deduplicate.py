@@ -7,41 +7,47 @@ expired (``stream_time - ts > interval``). The rules are in docs/deduplication.m
 
 Serdes: ``Deduplicated.key_serde`` / ``value_serde`` are the record key and value serdes (as in
 ``Grouped``), falling back to the stream's, then to the task defaults; ``id_serde`` serializes
-what ``id_selector`` returns. Without one, str ids are serialized as UTF-8 (as
-``Serdes.string()``), int ids as 8-byte longs (``Serdes.long()``) and bytes ids as they are;
-ids of other types fall back to the task's default key serde, and an id that serde rejects
-fails with an error naming the operator and ``Deduplicated.with_id_serde``. Dedup ids are
-compared as bytes:
-
-- ``deduplicate_by_key``: the serialized key.
-- ``deduplicate_by_key_value``: the serialized key, length prefixed, then the serialized id.
-- ``deduplicate``: the serialized id. Before the repartition, an id-select node computes the id
-  once and writes ``key = id bytes``, ``value = (key bytes, value bytes)`` (a small
-  length-prefixed pair) to ``<application_id>-<name>-repartition``, so equal ids meet in one
-  task and are partitioned by their bytes; the dedup node behind it restores the original key
-  and value, so downstream sees the records unchanged.
+what ``id_selector`` returns. How ids become bytes is in ``dsl.dedup_ids``; the operators are
+in ``dsl.dedup_operator``.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from streamtide.dsl.dedup_ids import (
+    DedupIds,
+    IdSelector,
+    default_id_bytes,
+    pack_pair,
+    unpack_pair,
+)
+from streamtide.dsl.dedup_operator import DeduplicateOperator, IdSelectOperator
 from streamtide.dsl.kstream import KStream
 from streamtide.dsl.params import DEFAULT_STORE_TYPE, ensure_callable
-from streamtide.errors import SerdeError, TopologyError
-from streamtide.processor.api import Processor, ProcessorContext
-from streamtide.record import Record
+from streamtide.errors import TopologyError
 from streamtide.serde import Serde, Serdes
-from streamtide.state.dedup import DedupStore, DedupStoreBuilder
+from streamtide.state.dedup import DedupStoreBuilder
 from streamtide.state.stores import KeyValueBytesStoreSupplier
 from streamtide.time import Duration, non_negative_millis
 
-IdSelector = Callable[[Any, Any], Any]
+#: The dedup operator under the name earlier releases gave it.
+DeduplicateProcessor = DeduplicateOperator
 
-_U32 = struct.Struct(">I")
+__all__ = [
+    "DedupIds",
+    "DeduplicateOperator",
+    "DeduplicateProcessor",
+    "Deduplicated",
+    "deduplicate",
+    "deduplicate_by_key",
+    "deduplicate_by_key_value",
+    "default_id_bytes",
+    "pack_pair",
+    "unpack_pair",
+]
 
 
 def _check_serde(serde: Any, what: str) -> Serde:
@@ -98,199 +104,6 @@ class Deduplicated:
         return replace(self, id_serde=_check_serde(serde, "id serde"))
 
 
-# ---- the (key, value) pair carried through the repartition topic of ``deduplicate`` ------
-
-
-def pack_pair(key: bytes | None, value: bytes | None) -> bytes:
-    """``flags | [len(key) | key] | [value]``; flags bit 0: key present, bit 1: value present."""
-    flags = (key is not None) | ((value is not None) << 1)
-    head = bytes([flags])
-    if key is not None:
-        head += _U32.pack(len(key)) + key
-    return head + (value or b"")
-
-
-def unpack_pair(data: bytes) -> tuple[bytes | None, bytes | None]:
-    if not data:
-        raise SerdeError("a deduplicate repartition record has an empty value")
-    flags = data[0]
-    position = 1
-    key = None
-    if flags & 1:
-        (length,) = _U32.unpack_from(data, 1)
-        position = 5 + length
-        key = bytes(data[5:position])
-    value = bytes(data[position:]) if flags & 2 else None
-    return key, value
-
-
-# ---- dedup ids -----------------------------------------------------------------------------
-
-
-def _task_default(context: ProcessorContext, attribute: str) -> Serde:
-    serde = getattr(context, attribute, None)
-    if not isinstance(serde, Serde):
-        raise TopologyError(f"the task context has no {attribute} to fall back on")
-    return serde
-
-
-_I64 = struct.Struct(">q")
-
-
-def default_id_bytes(dedup_id: Any) -> bytes | None:
-    """The bytes of a str, int or bytes id without an id serde (None: another type)."""
-    cls = dedup_id.__class__
-    if cls is str:
-        return dedup_id.encode("utf-8")
-    if cls is bytes:
-        return dedup_id
-    if cls is int and -(2**63) <= dedup_id < 2**63:
-        return _I64.pack(dedup_id)
-    if isinstance(dedup_id, (bytes, bytearray, memoryview)):
-        return bytes(dedup_id)
-    return None
-
-
-def _serialize_id(serde: Serde, dedup_id: Any, operation: str, typed: bool = False) -> bytes | None:
-    """``dedup_id`` as bytes; with ``typed`` (no id serde given) str, int and bytes ids are
-    serialized by type and ``serde`` is the fallback for other types."""
-    if typed:
-        if dedup_id is None:
-            return None
-        data = default_id_bytes(dedup_id)
-        if data is not None:
-            return data
-    try:
-        return serde.serialize(dedup_id)
-    except SerdeError as exc:
-        method = "with_key_serde" if operation == "deduplicate_by_key" else "with_id_serde"
-        accepted = " (without it, ids must be str, int or bytes)" if typed else ""
-        raise SerdeError(
-            f"{operation}: cannot serialize the dedup id {dedup_id!r} of type "
-            f"{type(dedup_id).__name__} with {serde!r} ({exc}); give its serde with "
-            f"Deduplicated.{method}(...){accepted}"
-        ) from exc
-
-
-class DedupIds:
-    """How one operator turns a record into its dedup id and into the record to forward."""
-
-    def __init__(
-        self,
-        operation: str,
-        key_serde: Serde | None,
-        id_serde: Serde | None,
-        value_serde: Serde | None = None,
-        id_selector: IdSelector | None = None,
-    ) -> None:
-        self.operation = operation
-        self.key_serde = key_serde
-        self.id_serde = id_serde
-        self.value_serde = value_serde
-        self.id_selector = id_selector
-        self.typed_ids = id_serde is None and operation != "deduplicate_by_key"
-
-    def resolved(self, context: ProcessorContext) -> DedupIds:
-        """A copy for one task, with serdes left open filled from the task's defaults."""
-        default_key = _task_default(context, "default_key_serde")
-        resolved = DedupIds(
-            self.operation,
-            self.key_serde or default_key,
-            self.id_serde or default_key,
-            self.value_serde or _task_default(context, "default_value_serde"),
-            self.id_selector,
-        )
-        resolved.typed_ids = self.typed_ids
-        return resolved
-
-    def id_of(self, record: Record) -> bytes | None:
-        """The dedup id bytes, or None when the record must pass without deduplication."""
-        if self.operation == "deduplicate_by_key":
-            return _serialize_id(self.key_serde, record.key, self.operation)  # type: ignore[arg-type]
-        if self.operation == "deduplicate_by_key_value":
-            if record.key is None:
-                return None
-            dedup_id = self.id_selector(record.key, record.value)  # type: ignore[misc]
-            if dedup_id is None:
-                return None
-            key = self.key_serde.serialize(record.key)  # type: ignore[union-attr]
-            id_bytes = _serialize_id(self.id_serde, dedup_id, self.operation, self.typed_ids)  # type: ignore[arg-type]
-            return _U32.pack(len(key)) + key + id_bytes  # type: ignore[arg-type, operator]
-        return record.key  # deduplicate: the id bytes are the repartition key
-
-    def output(self, record: Record) -> Record:
-        """The record to forward: unchanged, or restored from the repartition pair."""
-        if self.operation != "deduplicate":
-            return record
-        key, value = unpack_pair(record.value)
-        return Record(
-            self.key_serde.deserialize(key),  # type: ignore[union-attr]
-            self.value_serde.deserialize(value),  # type: ignore[union-attr]
-            record.timestamp,
-            record.headers,
-        )
-
-
-class IdSelectProcessor(Processor):
-    """Before the repartition of ``deduplicate``: key = id bytes, value = (key, value) pair."""
-
-    def __init__(self, ids: DedupIds) -> None:
-        self.ids = ids
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self.ids = self.ids.resolved(context)
-
-    def process(self, record: Record) -> None:
-        ids = self.ids
-        dedup_id = ids.id_selector(record.key, record.value)  # type: ignore[misc]
-        id_bytes = _serialize_id(ids.id_serde, dedup_id, ids.operation, ids.typed_ids)  # type: ignore[arg-type]
-        pair = pack_pair(
-            ids.key_serde.serialize(record.key),  # type: ignore[union-attr]
-            ids.value_serde.serialize(record.value),  # type: ignore[union-attr]
-        )
-        self.context.forward(Record(id_bytes, pair, record.timestamp, record.headers))
-
-
-class DeduplicateProcessor(Processor):
-    """Forwards a record unless a stored record with the same id is within the interval."""
-
-    def __init__(self, store_name: str, interval_ms: int, ids: DedupIds) -> None:
-        self.store_name = store_name
-        self.interval = interval_ms
-        self.ids = ids
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self.ids = self.ids.resolved(context)
-        store = context.get_state_store(self.store_name)
-        if not isinstance(store, DedupStore):
-            raise TopologyError(
-                f"{self.ids.operation}: store {self.store_name!r} is not a dedup store"
-            )
-        self.store = store
-
-    def process(self, record: Record) -> None:
-        context = self.context
-        dedup_id = self.ids.id_of(record)
-        if dedup_id is None:
-            context.forward(self.ids.output(record))
-            return
-        interval = self.interval
-        cutoff = context.current_stream_time_ms() - interval
-        self.store.purge_expired(cutoff)  # entries with stream_time - ts > interval
-        t = record.timestamp
-        found = self.store.find(dedup_id, t - interval, t + interval)
-        origin = context.record_metadata()
-        if not found:
-            if t >= cutoff:  # a late record is forwarded but not stored
-                self.store.put(dedup_id, t, origin)
-        elif not any(entry.is_same_record(origin) for entry in found):
-            context.metrics.increment("dropped-duplicates")
-            return
-        context.forward(self.ids.output(record))
-
-
 # ---- building the operators ----------------------------------------------------------------
 
 
@@ -322,7 +135,7 @@ def _add_dedup(
     source = repartition(name)
     topology = builder.topology
     topology.add_processor(
-        name, lambda: DeduplicateProcessor(store_name, interval_ms, ids), source.node
+        name, lambda: DeduplicateOperator(store_name, interval_ms, ids), source.node
     )
     supplier = KeyValueBytesStoreSupplier(store_name, DEFAULT_STORE_TYPE)
     topology.add_state_store(DedupStoreBuilder(supplier), name)
@@ -393,7 +206,7 @@ def deduplicate(
 
     def repartition(base_name: str) -> KStream:
         select = f"{base_name}-id-select"
-        builder.topology.add_processor(select, lambda: IdSelectProcessor(ids), stream.node)
+        builder.topology.add_processor(select, lambda: IdSelectOperator(ids), stream.node)
         keyed = KStream(builder, select, Serdes.bytes(), Serdes.bytes(), True)
         return keyed.through_repartition_topic(
             base_name, Serdes.bytes(), Serdes.bytes(), drop_null_keys=False

@@ -11,7 +11,9 @@ restart or a task move neither re-emits a final result nor loses one. Between cl
 record costs one comparison.
 
 Final results bypass the record cache (as in Kafka Streams) and carry the window's result
-timestamp (time windows: the largest record timestamp; sessions: the session end).
+timestamp (time windows: the largest record timestamp; sessions: the session end). The
+session and time-window forms are ``session_operator.SessionFinalOperator`` and
+``time_window_operator.TimeWindowFinalOperator``.
 """
 
 from __future__ import annotations
@@ -19,11 +21,6 @@ from __future__ import annotations
 from typing import Any
 
 from streamtide.dsl.sliding_processor import SlidingWindowAggregateProcessor
-from streamtide.dsl.windowed_processors import (
-    SessionWindowAggregateProcessor,
-    TimeWindowAggregateProcessor,
-)
-from streamtide.processor import drops
 from streamtide.processor.api import ProcessorContext
 from streamtide.record import Record
 from streamtide.serde import Serdes
@@ -128,29 +125,6 @@ class _FinalEmitter:
                 self._forward(record, windowed, found.value, found.timestamp)
 
 
-class TimeWindowFinalProcessor(_FinalEmitter, TimeWindowAggregateProcessor):
-    """A time-window aggregation that emits each window once, at ``stream_time >= end +
-    grace``. The index orders windows by start (all windows have one size)."""
-
-    def process(self, record: Record) -> None:
-        if not self._accept(record):
-            return
-        self._emit_closed(record)
-        super().process(record)
-
-    def _updated(
-        self, record: Record, windowed: Windowed, value: Any, timestamp: int, created: bool
-    ) -> None:
-        if created:
-            self.index.add(windowed.window.start, self.store.key_serde.serialize(windowed.key))
-
-    def _emit_closed(self, record: Record) -> None:
-        """Emit every window that ends at or before ``stream_time - grace``."""
-        windows = self.windows
-        close = self.context.current_stream_time_ms() - windows.grace_ms
-        self._emit_closed_windows(record, close - windows.size_ms, windows.size_ms)
-
-
 class SlidingWindowFinalProcessor(_FinalEmitter, SlidingWindowAggregateProcessor):
     """A sliding-window aggregation that emits each window once, when stream time is past
     ``end + grace`` (its end is inclusive). Every update (re)indexes its window: cheap, as
@@ -165,50 +139,3 @@ class SlidingWindowFinalProcessor(_FinalEmitter, SlidingWindowAggregateProcessor
 
     def _emit(self, record: Record, key: Windowed, value: Any, timestamp: int) -> None:
         self.index.add(key.window.start, self.store.key_serde.serialize(key.key))
-
-
-class SessionWindowFinalProcessor(_FinalEmitter, SessionWindowAggregateProcessor):
-    """A session aggregation that emits each session once, when stream time is strictly past
-    ``end + gap + grace`` (grace = the windows' retention - gap). A record whose merged session
-    would already be closed is late: dropped and counted. The index orders sessions by end,
-    then serialized key, then start."""
-
-    def _suffix(self, session: Windowed) -> bytes:
-        return self.store.key_serde.serialize(session.key) + encode_long(session.window.start)
-
-    def process(self, record: Record) -> None:
-        if not self._accept(record):
-            return
-        close = self.context.current_stream_time_ms() - self.windows.retention_ms  # gap+grace
-        self._emit_closed(record, close)
-        merged, new, agg = self._merge(record)
-        if new.window.end < close:
-            drops.record_drop(self.context.metrics, drops.LATE)
-            return
-        created = True
-        for session, _ in merged:
-            if session.window == new.window:
-                created = False
-                continue
-            self.store.remove(session)
-            self.index.remove(session.window.end, self._suffix(session))
-        self.store.put(new, agg)
-        if created:
-            self.index.add(new.window.end, self._suffix(new))
-
-    def _emit_closed(self, record: Record, close: int) -> None:
-        """Emit every session that ends before ``close`` (= stream time - gap - grace)."""
-        due = self.index.take_due(close - 1)
-        if not due:
-            return
-        deserialize = self.store.key_serde.deserialize
-        for end, suffix in due:
-            key_bytes, start = suffix[:-8], decode_long(suffix, len(suffix) - 8)
-            key = deserialize(key_bytes)
-            value = self._final_value(key, key_bytes, start, end)
-            if value is not None:
-                self._forward(record, Windowed(key, Window(start, end)), value, end)
-
-    def _final_value(self, key: Any, key_bytes: bytes, start: int, end: int) -> Any:
-        """The aggregate of a session that just closed (read even though it has expired)."""
-        return self.store.fetch_session(key, start, end, live_only=False)

@@ -5,61 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamtide.dsl.cache import EmitCache
+from streamtide.dsl.aggregate_operator import StreamAggregateOperator
 from streamtide.dsl.ktable import KTable
 from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
-from streamtide.dsl.processors import NO_INITIALIZER
-from streamtide.processor import drops
-from streamtide.processor.api import Processor
-from streamtide.record import Record
+from streamtide.dsl.processors import NO_INITIALIZER, count_aggregator, count_initializer
 from streamtide.serde import Serde, Serdes
 from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 
 if TYPE_CHECKING:
     from streamtide.dsl.kstream import KStream
-
-
-class StreamAggregateProcessor(Processor):
-    """Folds each record into the aggregate of its key and emits the new aggregate.
-
-    The result's timestamp is the larger of the record's and the previous result's, kept with
-    the aggregate in the (timestamped) store. Records with a None key or value are dropped
-    (``dropped-records``), as in Kafka Streams.
-    """
-
-    def __init__(
-        self,
-        store_name: str,
-        initializer: Callable[[], Any] | Any,
-        adder: Callable[[Any, Any, Any], Any],
-        caching_allowed: bool,
-    ) -> None:
-        self.store_name = store_name
-        self.initializer = initializer
-        self.adder = adder
-        self.caching_allowed = caching_allowed
-
-    def init(self, context: Any) -> None:
-        super().init(context)
-        self.store = context.get_state_store(self.store_name)
-        self.cache = EmitCache(context, self.caching_allowed)
-
-    def process(self, record: Record) -> None:
-        if record.key is None or record.value is None:
-            drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
-            return
-        old = self.store.get_with_timestamp(record.key)
-        timestamp = record.timestamp
-        if old is None:
-            if self.initializer is NO_INITIALIZER:
-                new = record.value
-            else:
-                new = self.adder(record.key, record.value, self.initializer())
-        else:
-            new = self.adder(record.key, record.value, old.value)
-            timestamp = max(timestamp, old.timestamp)
-        self.store.put_with_timestamp(record.key, new, timestamp)
-        self.cache.emit(Record(record.key, new, timestamp, record.headers))
 
 
 class KGroupedStream:
@@ -116,7 +70,7 @@ class KGroupedStream:
         caching = materialized.caching_enabled
         topology.add_processor(
             node,
-            lambda: StreamAggregateProcessor(store_name, initializer, adder, caching),
+            lambda: StreamAggregateOperator(store_name, initializer, adder, caching),
             source.node,
         )
         topology.add_state_store(store, node)
@@ -127,7 +81,7 @@ class KGroupedStream:
     ) -> KTable:
         """Number of records per key (an int, serialized with ``Serdes.long()`` by default)."""
         return self._aggregate(
-            materialized, named, lambda: 0, lambda _k, _v, n: n + 1, Serdes.long()
+            materialized, named, count_initializer, count_aggregator, Serdes.long()
         )
 
     def reduce(

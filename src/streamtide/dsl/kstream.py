@@ -14,7 +14,7 @@ from streamtide.dsl.params import (
     ensure_callable,
     named_of,
 )
-from streamtide.dsl.printed import Printed, PrintProcessor
+from streamtide.dsl.printed import Printed, PrintOperator
 from streamtide.errors import TopologyError
 from streamtide.processor.api import ProcessorSupplier
 from streamtide.serde import Serde
@@ -76,14 +76,14 @@ class KStream:
     ) -> KStream:
         """Keep records for which ``predicate(key, value)`` is true."""
         ensure_callable(predicate, "filter predicate")
-        return self._add("KSTREAM-FILTER-", lambda: p.FilterProcessor(predicate, True), named)
+        return self._add("KSTREAM-FILTER-", lambda: p.FilterOperator(predicate, True), named)
 
     def filter_not(
         self, predicate: Callable[[Any, Any], bool], named: Named | str | None = None
     ) -> KStream:
         """Drop records for which ``predicate(key, value)`` is true."""
         ensure_callable(predicate, "filter_not predicate")
-        return self._add("KSTREAM-FILTER-", lambda: p.FilterProcessor(predicate, False), named)
+        return self._add("KSTREAM-FILTER-", lambda: p.FilterOperator(predicate, False), named)
 
     def map(
         self, mapper: Callable[[Any, Any], tuple[Any, Any]], named: Named | str | None = None
@@ -92,7 +92,7 @@ class KStream:
         ensure_callable(mapper, "map mapper")
         return self._add(
             "KSTREAM-MAP-",
-            lambda: p.MapProcessor(mapper),
+            lambda: p.MapOperator(mapper),
             named,
             key_changed=True,
             keep_value_serde=False,
@@ -103,7 +103,7 @@ class KStream:
         ensure_callable(mapper, "map_values mapper")
         return self._add(
             "KSTREAM-MAPVALUES-",
-            lambda: p.MapValuesProcessor(mapper),
+            lambda: p.MapValuesOperator(mapper),
             named,
             keep_value_serde=False,
         )
@@ -117,7 +117,7 @@ class KStream:
         ensure_callable(mapper, "flat_map mapper")
         return self._add(
             "KSTREAM-FLATMAP-",
-            lambda: p.FlatMapProcessor(mapper),
+            lambda: p.FlatMapOperator(mapper),
             named,
             key_changed=True,
             keep_value_serde=False,
@@ -130,7 +130,7 @@ class KStream:
         ensure_callable(mapper, "flat_map_values mapper")
         return self._add(
             "KSTREAM-FLATMAPVALUES-",
-            lambda: p.FlatMapValuesProcessor(mapper),
+            lambda: p.FlatMapValuesOperator(mapper),
             named,
             keep_value_serde=False,
         )
@@ -141,18 +141,18 @@ class KStream:
         """Set each record's key to ``mapper(key, value)``."""
         ensure_callable(mapper, "select_key mapper")
         return self._add(
-            "KSTREAM-KEY-SELECT-", lambda: p.SelectKeyProcessor(mapper), named, key_changed=True
+            "KSTREAM-KEY-SELECT-", lambda: p.SelectKeyOperator(mapper), named, key_changed=True
         )
 
     def peek(self, action: Callable[[Any, Any], None], named: Named | str | None = None) -> KStream:
         """Call ``action(key, value)`` for each record and pass it on unchanged."""
         ensure_callable(action, "peek action")
-        return self._add("KSTREAM-PEEK-", lambda: p.PeekProcessor(action, True), named)
+        return self._add("KSTREAM-PEEK-", lambda: p.PeekOperator(action, True), named)
 
     def foreach(self, action: Callable[[Any, Any], None], named: Named | str | None = None) -> None:
         """Call ``action(key, value)`` for each record (a terminal operation)."""
         ensure_callable(action, "foreach action")
-        self._add("KSTREAM-FOREACH-", lambda: p.PeekProcessor(action, False), named)
+        self._add("KSTREAM-FOREACH-", lambda: p.PeekOperator(action, False), named)
 
     def print(self, printed: Printed) -> None:
         """Write each record as ``[label]: key, value`` (a terminal operation). On the engine it
@@ -161,7 +161,7 @@ class KStream:
             raise TypeError(f"print needs a Printed, got {printed!r}")
         name = printed.name or self.builder.new_name("KSTREAM-PRINTER-")
         label = printed.label if printed.label is not None else name
-        self._add("KSTREAM-PRINTER-", lambda: PrintProcessor(printed, label), name)
+        self._add("KSTREAM-PRINTER-", lambda: PrintOperator(printed, label), name)
 
     def split(self, named: Named | str | None = None) -> BranchedKStream:
         """Route records to branches by predicates: ``.branch(...)...default_branch()``."""
@@ -174,7 +174,7 @@ class KStream:
         if not isinstance(other, KStream) or other.builder is not self.builder:
             raise TopologyError("merge() needs a KStream of the same StreamsBuilder")
         name = named_of(named) or self.builder.new_name("KSTREAM-MERGE-")
-        self.builder.topology.add_processor(name, p.PassThroughProcessor, self.node, other.node)
+        self.builder.topology.add_processor(name, p.PassThroughOperator, self.node, other.node)
         same_keys = self.key_serde is other.key_serde
         same_values = self.value_serde is other.value_serde
         return KStream(
@@ -248,7 +248,7 @@ class KStream:
         upstream = self.node
         if drop_null_keys:
             filter_name = f"{base_name}-repartition-filter"
-            topology.add_processor(filter_name, p.DropNullKeyProcessor, upstream)
+            topology.add_processor(filter_name, p.DropNullKeyOperator, upstream)
             upstream = filter_name
         sink = f"{base_name}-repartition-sink"
         source = f"{base_name}-repartition-source"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamtide.dsl.change import Change, ToStreamProcessor, as_change
+from streamtide.dsl.change import Change, as_change
 from streamtide.dsl.params import (
     DEFAULT_STORE_TYPE,
     Grouped,
@@ -19,6 +19,7 @@ from streamtide.dsl.params import (
     ensure_callable,
     named_of,
 )
+from streamtide.dsl.processors import ToStreamOperator
 from streamtide.dsl.suppress import SuppressProcessor
 from streamtide.dsl.suppressed import Suppressed
 from streamtide.dsl.table_view import (
@@ -167,7 +168,7 @@ class KTable:
         from streamtide.dsl.kstream import KStream
 
         name = named_of(named) or self.builder.new_name("KTABLE-TOSTREAM-")
-        self.builder.topology.add_processor(name, ToStreamProcessor, self.node)
+        self.builder.topology.add_processor(name, ToStreamOperator, self.node)
         return KStream(self.builder, name, self.key_serde, self.value_serde)
 
     def filter(

@@ -1,4 +1,4 @@
-"""``Printed`` and its processor: ``KStream.print`` writes each record as a line of text.
+"""``Printed`` and its operator: ``KStream.print`` writes each record as a line of text.
 
 The line is Kafka Streams' ``[label]: key, value`` (``None`` printed as ``null``); the label
 defaults to the print node's name. On the Spark engine a print runs on the executors: lines
@@ -14,8 +14,9 @@ from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from streamtide.dsl.params import ensure_callable
-from streamtide.processor.api import Processor, ProcessorContext
-from streamtide.record import Record
+from streamtide.processor.api import ProcessorContext
+from streamtide.processor.column_batch import ColumnBatch
+from streamtide.processor.operator import ColumnOperator, call_rows
 
 
 def _text(item: Any) -> str:
@@ -59,8 +60,9 @@ class Printed:
         return replace(self, name=name)
 
 
-class PrintProcessor(Processor):
-    """Writes one ``[label]: key, value`` line per record (a terminal node)."""
+class PrintOperator(ColumnOperator):
+    """Writes one ``[label]: key, value`` line per row (a terminal node); a batch's lines are
+    written at once."""
 
     def __init__(self, printed: Printed, label: str) -> None:
         self.printed = printed
@@ -72,9 +74,10 @@ class PrintProcessor(Processor):
         if self.printed.path is not None:
             self._file = open(self.printed.path, "a", encoding="utf-8")  # noqa: SIM115
 
-    def process(self, record: Record) -> None:
-        line = f"[{self.label}]: {self.printed.mapper(record.key, record.value)}\n"
-        (self._file or sys.stdout).write(line)
+    def process_batch(self, batch: ColumnBatch) -> None:
+        _, texts = call_rows(self, batch, self.printed.mapper, batch.keys, batch.values)
+        prefix = f"[{self.label}]: "
+        (self._file or sys.stdout).write("".join(f"{prefix}{text}\n" for text in texts))
 
     def close(self) -> None:
         if self._file is not None:

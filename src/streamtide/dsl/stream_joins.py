@@ -239,7 +239,7 @@ def join_streams(
             supplier, key_serde, this_values, other_values, joined.logging_enabled
         )
         topology.add_state_store(waiting, this_name, other_name)
-    topology.add_processor(merge_name, p.PassThroughProcessor, this_name, other_name)
+    topology.add_processor(merge_name, p.PassThroughOperator, this_name, other_name)
     topology.add_copartition_group(
         topology.upstream_source_topics(left.node) | topology.upstream_source_topics(right.node),
         f"{operation} {this_name}",

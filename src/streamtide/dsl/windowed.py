@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.emit_strategy import EmitStrategy
 from streamtide.dsl.final_results import (
-    SessionWindowFinalProcessor,
-    TimeWindowFinalProcessor,
     index_store_builder,
 )
 from streamtide.dsl.ktable import KTable
@@ -23,10 +21,10 @@ from streamtide.dsl.processors import (
     count_initializer,
     count_merger,
 )
+from streamtide.dsl.session_operator import SessionAggregateOperator, SessionFinalOperator
+from streamtide.dsl.time_window_operator import TimeWindowAggregateOperator, TimeWindowFinalOperator
 from streamtide.dsl.windowed_processors import (
-    SessionWindowAggregateProcessor,
     SessionWindowDistinctProcessor,
-    TimeWindowAggregateProcessor,
     TimeWindowDistinctProcessor,
 )
 from streamtide.dsl.windows import (
@@ -36,7 +34,7 @@ from streamtide.dsl.windows import (
     TimeWindows,
 )
 from streamtide.errors import TopologyError
-from streamtide.processor.api import Processor, StoreBuilder
+from streamtide.processor.api import StoreBuilder
 from streamtide.serde import Serde, Serdes, WindowedSerde
 from streamtide.state.session_store import SessionStoreBuilder
 from streamtide.state.stores import KeyValueBytesStoreSupplier
@@ -111,7 +109,7 @@ class _WindowedKStream:
         named: Named | str | None,
         value_serde: Serde | None,
         make_store: Callable[[KeyValueBytesStoreSupplier, Serde | None, Serde | None], Any],
-        make_processor: Callable[[str, bool], Processor],
+        make_processor: Callable[[str, bool], Any],
     ) -> KTable:
         store_name = materialized.store_name or self.builder.new_name(f"{prefix}STATE-STORE-")
         source = self.grouped.source_for(store_name)
@@ -149,7 +147,7 @@ class FixedWindowAggregations(_WindowedKStream):
     ``processor(store, windows, initializer, aggregator, caching)``."""
 
     windows: Any
-    _processors: tuple[type[Processor], type[Processor]]
+    _processors: tuple[Any, Any]
 
     def _window_size_ms(self) -> int:
         raise NotImplementedError
@@ -171,7 +169,7 @@ class FixedWindowAggregations(_WindowedKStream):
         retention, size = self._retention(materialized), self._window_size_ms()
         on_update, on_close = self._processors
 
-        def make(store: str, caching: bool) -> Processor:  # captures no builder state
+        def make(store: str, caching: bool) -> Any:  # captures no builder state
             if final:
                 return on_close(store, windows, initializer, aggregator, False)  # type: ignore[call-arg]
             return on_update(store, windows, initializer, aggregator, caching)  # type: ignore[call-arg]
@@ -221,14 +219,14 @@ class FixedWindowAggregations(_WindowedKStream):
     ) -> KTable:
         """Number of records per key and window (``Serdes.long()`` values by default)."""
         return self._aggregate(
-            _AGGREGATE, materialized, named, lambda: 0, lambda _k, _v, n: n + 1, Serdes.long()
+            _AGGREGATE, materialized, named, count_initializer, count_aggregator, Serdes.long()
         )
 
 
 class TimeWindowedKStream(FixedWindowAggregations):
     """A grouped stream cut into fixed-size (tumbling or hopping) time windows."""
 
-    _processors = (TimeWindowAggregateProcessor, TimeWindowFinalProcessor)
+    _processors = (TimeWindowAggregateOperator, TimeWindowFinalOperator)
 
     def __init__(self, grouped: KGroupedStream, windows: TimeWindows) -> None:
         super().__init__(grouped)
@@ -323,12 +321,12 @@ class SessionWindowedKStream(_WindowedKStream):
                 " a session must still be stored when it closes"
             )
 
-        def make(store: str, caching: bool) -> Processor:
+        def make(store: str, caching: bool) -> Any:
             if self._final:
-                return SessionWindowFinalProcessor(
+                return SessionFinalOperator(
                     store, windows, retention, initializer, aggregator, merger, False
                 )
-            return SessionWindowAggregateProcessor(
+            return SessionAggregateOperator(
                 store, windows, retention, initializer, aggregator, merger, caching
             )
 

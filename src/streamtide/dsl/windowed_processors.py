@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 from streamtide.dsl.cache import EmitCache
-from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.dsl.windows import SessionWindows, TimeWindows
 from streamtide.processor import drops
 from streamtide.processor.api import Processor, ProcessorContext
@@ -45,64 +44,6 @@ class _WindowedProcessor(Processor):
         self.cache.emit(Record(key, value, timestamp, record.headers))
 
 
-class TimeWindowAggregateProcessor(_WindowedProcessor):
-    """Adds each record to every window containing it that still accepts records.
-
-    A window accepts records while ``end > stream_time - grace``; for every window that no
-    longer does, the record is dropped for it and counted in ``dropped-records``. A window's
-    result carries the largest timestamp of the records added to it, kept with the aggregate
-    in the (timestamped) window store.
-    """
-
-    def __init__(
-        self,
-        store_name: str,
-        windows: TimeWindows,
-        initializer: Callable[[], Any] | Any,
-        aggregator: Aggregator,
-        caching_allowed: bool,
-    ) -> None:
-        super().__init__(store_name, caching_allowed)
-        self.windows = windows
-        self.initializer = initializer
-        self.aggregator = aggregator
-
-    def process(self, record: Record) -> None:
-        if not self._accept(record):
-            return
-        key, value = record.key, record.value
-        closed_before = self.context.current_stream_time_ms() - self.windows.grace_ms
-        windows = self.windows.windows_for(record.timestamp)
-        closed = sum(1 for window in windows if window.end <= closed_before)
-        if closed:
-            metrics = self.context.metrics
-            metrics.increment(drops.DROPPED, closed)
-            if closed == len(windows):
-                drops.record_drop(metrics, drops.LATE, count_total=False)
-            else:
-                metrics.increment(drops.PREFIX + drops.EXPIRED_WINDOW, closed)
-        for window in windows:
-            if window.end <= closed_before:
-                continue
-            old = self.store.get_with_timestamp(key, window.start)
-            timestamp = record.timestamp
-            if old is not None:
-                new = self.aggregator(key, value, old.value)
-                timestamp = max(timestamp, old.timestamp)
-            elif self.initializer is NO_INITIALIZER:
-                new = value
-            else:
-                new = self.aggregator(key, value, self.initializer())
-            self.store.put_with_timestamp(key, window.start, new, timestamp)
-            self._updated(record, Windowed(key, window), new, timestamp, old is None)
-
-    def _updated(
-        self, record: Record, windowed: Windowed, value: Any, timestamp: int, created: bool
-    ) -> None:
-        """A window's result changed (``created``: the window is new): emit the update."""
-        self._emit(record, windowed, value, timestamp)
-
-
 class TimeWindowDistinctProcessor(_WindowedProcessor):
     """Forwards only the first record of each (key, tumbling window); drops the rest."""
 
@@ -121,64 +62,6 @@ class TimeWindowDistinctProcessor(_WindowedProcessor):
             return
         self.store.put(record.key, window.start, record.value)
         self._emit(record, Windowed(record.key, window), record.value, record.timestamp)
-
-
-class SessionWindowAggregateProcessor(_WindowedProcessor):
-    """Merges each record with the key's sessions within the gap into one session.
-
-    For a record at ``t``: the stored sessions with ``end >= t - gap`` and ``start <= t + gap``
-    are merged (aggregates combined with the merger, in end-then-start order, starting from
-    the initializer) and the record is aggregated into the result. Merged sessions whose window
-    differs from the new one are removed and emitted as tombstones, oldest first; then the new
-    session is stored and emitted (with its end as timestamp). A session already expired when
-    it is created (late data) is emitted but not stored.
-    """
-
-    def __init__(
-        self,
-        store_name: str,
-        windows: SessionWindows,
-        retention_ms: int,
-        initializer: Callable[[], Any] | Any,
-        aggregator: Aggregator,
-        merger: Merger,
-        caching_allowed: bool,
-    ) -> None:
-        super().__init__(store_name, caching_allowed)
-        self.windows = windows
-        self.gap = windows.gap_ms
-        self.retention_ms = retention_ms
-        self.initializer = initializer
-        self.aggregator = aggregator
-        self.merger = merger
-
-    def _merge(self, record: Record) -> tuple[list[tuple[Windowed, Any]], Windowed, Any]:
-        """The stored sessions ``record`` merges with, the merged session and its aggregate
-        (the record included)."""
-        key, value, t = record.key, record.value, record.timestamp
-        merged = self.store.find_sessions(key, t - self.gap, t + self.gap)
-        start = end = t
-        agg = NO_INITIALIZER if self.initializer is NO_INITIALIZER else self.initializer()
-        for session, session_agg in merged:
-            start = min(start, session.window.start)
-            end = max(end, session.window.end)
-            agg = session_agg if agg is NO_INITIALIZER else self.merger(key, agg, session_agg)
-        agg = value if agg is NO_INITIALIZER else self.aggregator(key, value, agg)
-        return merged, Windowed(key, Window(start, end)), agg
-
-    def process(self, record: Record) -> None:
-        if not self._accept(record):
-            return
-        merged, new, agg = self._merge(record)
-        end = new.window.end
-        for session, _ in merged:
-            if session.window != new.window:
-                self.store.remove(session)
-                self._emit(record, session, None, session.window.end)
-        if end >= self.context.current_stream_time_ms() - self.retention_ms:
-            self.store.put(new, agg)
-        created = all(session.window != new.window for session, _ in merged)
-        self.cache.emit(Record(new, agg, end, record.headers), created)
 
 
 class SessionWindowDistinctProcessor(_WindowedProcessor):

@@ -22,14 +22,15 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any
 
 from streamtide.engine.interop import spark_context
 from streamtide.errors import ConfigError, LogError
 from streamtide.log import KafkaLog, open_log
 from streamtide.log.api import Log, LogRecord, SegmentRef
+from streamtide.log.encoder import PartitionOutOfRangeError, TopicEncoder
 from streamtide.log.kafka_once import append_once, fence, marker_offsets
-from streamtide.log.partitioner import partition_for_key
 from streamtide.serde import Serde, Serdes
 
 LOGGER = logging.getLogger("streamtide.dataframes")
@@ -260,27 +261,44 @@ def encode_rows(
     value_serde: Serde,
     partitioner: Partitioner | None,
 ) -> Iterator[tuple[int, LogRecord]]:
-    """Each row as its log partition and record."""
-    round_robin = index
+    """Each row as its log partition and record, a chunk of rows at a time through the sinks'
+    encoder (``log.encoder``; chunks double up to ``CHUNK`` rows); the first row that cannot
+    be encoded raises."""
+    choose = None
+    if partitioner is not None:
+        chosen_by = partitioner
+
+        def choose(key: Any, value: Any, _key_bytes: Any, partitions: int) -> int:
+            return chosen_by(key, value, partitions)
+
+    encoder = TopicEncoder(key_serde, value_serde, choose, first_keyless=index)
     now = time.time_ns() // 1_000_000
-    for row in rows:
-        key = row[spec.key_col] if spec.key_col is not None else None
-        value = row[spec.value_col]
-        key_bytes = key_serde.serialize(key)
-        if partitioner is not None:
-            partition = partitioner(key, value, spec.partitions)
-            if not 0 <= partition < spec.partitions:
+    size = 1  # chunks grow from one row, so the first records go out as soon as they come
+    while chunk := list(islice(rows, size)):
+        size = min(size * 2, CHUNK)
+        keys = (
+            [row[spec.key_col] for row in chunk]
+            if spec.key_col is not None
+            else [None] * len(chunk)
+        )
+        encoded = encoder.encode(keys, [row[spec.value_col] for row in chunk], spec.partitions)
+        if encoded.errors:
+            error = encoded.errors[min(encoded.errors)]
+            if isinstance(error, PartitionOutOfRangeError):
                 raise ConfigError(
-                    f"the partitioner chose partition {partition}; {spec.topic!r} has "
+                    f"the partitioner chose partition {error.partition}; {spec.topic!r} has "
                     f"partitions 0..{spec.partitions - 1}"
                 )
-        elif key_bytes is not None:
-            partition = partition_for_key(key_bytes, spec.partitions)
-        else:
-            partition = round_robin % spec.partitions
-            round_robin += 1
-        timestamp = _millis(row[spec.timestamp_col]) if spec.timestamp_col else now
-        yield partition, LogRecord(key_bytes, value_serde.serialize(value), timestamp)
+            raise error
+        timestamps = (
+            [_millis(row[spec.timestamp_col]) for row in chunk]
+            if spec.timestamp_col
+            else [now] * len(chunk)
+        )
+        for partition, key, value, timestamp in zip(
+            encoded.partitions, encoded.keys, encoded.values, timestamps
+        ):
+            yield partition, LogRecord(key, value, timestamp)
 
 
 def write_partition_once(

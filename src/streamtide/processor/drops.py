@@ -44,3 +44,10 @@ def record_drop(metrics: Metrics, reason: str, *, count_total: bool = True) -> N
     if count_total:
         metrics.increment(DROPPED)
     metrics.increment(PREFIX + reason)
+
+
+def record_drops(metrics: Metrics, reason: str, count: int) -> None:
+    """Count ``count`` dropped records for ``reason`` (and in ``dropped-records``): an
+    operator counts a batch's drops at once."""
+    metrics.increment(DROPPED, count)
+    metrics.increment(PREFIX + reason, count)

@@ -1,4 +1,4 @@
-"""A task's buffered input as columns, for batch processing.
+"""A task's buffered input as columns.
 
 The work unit reads each input range as one Arrow table; its columns become Python lists
 once, instead of one record object per row. ``BatchInput.take`` hands a whole batch to the
@@ -12,12 +12,21 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 
 from streamtide.log.segments import headers_to_python
-from streamtide.runtime.partition_group import RawRecord
+
+
+class RawRecord(Protocol):
+    """A serialized record read from a partition."""
+
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: Any
+    offset: int | None
 
 
 @dataclass

@@ -19,7 +19,7 @@ from streamtide.log.api import LogRecord
 from streamtide.processor import drops
 from streamtide.processor.api import Metrics
 from streamtide.runtime.collector import RecordCollector
-from streamtide.runtime.partition_group import RawRecord
+from streamtide.runtime.columns import RawRecord
 
 log = logging.getLogger(__name__)
 

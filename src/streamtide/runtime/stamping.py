@@ -1,11 +1,10 @@
-"""Applying a source's timestamp extractor to the task's input, on both processing paths.
+"""Applying a source's timestamp extractor to the task's input columns.
 
-The record path stamps a record when it becomes the head of its partition queue (so the
-partition group orders by the extracted timestamp, as Kafka Streams' ``RecordQueue`` does);
-the batch path stamps whole columns before the processing order is computed. Either way the
-extractor sees the records of a partition in offset order with the partition time (highest
-extracted timestamp so far, ``-1`` before the first), and rows that fail to deserialize keep
-their stored timestamp (the deserialization handler takes them).
+The task stamps a topic's columns before it computes the processing order, so the order uses
+the extracted timestamps (as Kafka Streams' ``RecordQueue`` does when a record becomes the head
+of its partition). The extractor sees the records of a partition in offset order with the
+partition time (highest extracted timestamp so far, ``-1`` before the first); rows that fail
+to deserialize keep their stored timestamp (the deserialization handler takes them).
 """
 
 from __future__ import annotations
@@ -14,28 +13,9 @@ from numbers import Integral
 from typing import Any
 
 from streamtide.errors import SerdeError, StreamsProcessingError
-from streamtide.record import Record
 from streamtide.runtime.columns import InputColumns
-from streamtide.runtime.partition_group import RawRecord
 from streamtide.time import UNKNOWN_TIME
 from streamtide.timestamp_extractor import ConsumerRecord, TimestampExtractor
-
-
-class StampedRecord:
-    """A raw record with its extracted timestamp and its deserialized form (or the error)."""
-
-    __slots__ = ("error", "headers", "key", "offset", "record", "timestamp", "value")
-
-    def __init__(
-        self, raw: RawRecord, timestamp: int, record: Record | None, error: SerdeError | None
-    ) -> None:
-        self.key = raw.key
-        self.value = raw.value
-        self.headers = raw.headers
-        self.offset = raw.offset
-        self.timestamp = timestamp
-        self.record = record
-        self.error = error
 
 
 class SourceStamper:
@@ -44,14 +24,12 @@ class SourceStamper:
     def __init__(
         self,
         extractor: TimestampExtractor,
-        source: Any,
         topic: str,
         partition: int,
         task_id: str,
         partition_time: int = UNKNOWN_TIME,
     ) -> None:
         self.extractor = extractor
-        self.source = source
         self.topic = topic
         self.partition = partition
         self.task_id = task_id
@@ -87,19 +65,6 @@ class SourceStamper:
             self.partition_time = extracted
         return extracted
 
-    def stamp(self, raw: RawRecord) -> StampedRecord:
-        """The record path: deserialize ``raw`` and extract its timestamp."""
-        if isinstance(raw, StampedRecord):
-            return raw
-        try:
-            record = self.source.deserialize(raw)
-        except SerdeError as exc:
-            return StampedRecord(raw, raw.timestamp, None, exc)
-        timestamp = self.extract(
-            record.key, record.value, raw.timestamp, record.headers, raw.offset
-        )
-        return StampedRecord(raw, timestamp, record.with_timestamp(timestamp), None)
-
     def stamp_columns(
         self,
         columns: InputColumns,
@@ -107,7 +72,7 @@ class SourceStamper:
         values: list[Any],
         errors: dict[int, SerdeError],
     ) -> None:
-        """The batch path: replace ``columns.timestamps`` with the extracted ones."""
+        """Replace ``columns.timestamps`` with the extracted ones."""
         extract = self.extract
         stored = columns.timestamps
         columns.timestamps = [

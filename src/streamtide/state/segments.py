@@ -75,21 +75,25 @@ class Segments:
         if time > newest:
             self._max_time = time
 
-    def newest_time(self) -> int:
-        """The newest time that may be indexed: stream time, or a later one that was put."""
+    def newest_time(self, now: int | None = None) -> int:
+        """The newest time that may be indexed: stream time (``now``, default the task's
+        current one), or a later one that was put."""
         if self._max_time is None:
             last = next(iter(self.inner.range(None, None, reverse=True)), None)
             self._max_time = -1
             if last is not None:
                 # the highest segment's last instant bounds every time stored in it
                 self._max_time = (decode_long(last[0]) + 1) * self.interval - 1
-        return max(self._max_time, self._stream_time())
+        return max(self._max_time, self._stream_time() if now is None else now)
 
-    def live_segments(self, from_time: int, to_time: int | None = None) -> range:
-        """Ids of the segments that may hold live entries indexed in ``[from_time, to_time]``."""
-        newest = self.newest_time()
+    def live_segments(
+        self, from_time: int, to_time: int | None = None, now: int | None = None
+    ) -> range:
+        """Ids of the segments that may hold live entries indexed in ``[from_time, to_time]``
+        at stream time ``now`` (default: the task's current one)."""
+        newest = self.newest_time(now)
         upper = newest if to_time is None else min(to_time, newest)
-        lower = max(from_time, self.live_from())
+        lower = max(from_time, self.live_from(now))
         if upper < lower:
             return range(0)
         return range(self.segment_id(lower), self.segment_id(upper) + 1)

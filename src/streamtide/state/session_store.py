@@ -164,14 +164,17 @@ class SessionStore(SegmentedLayoutStore):
                     found.append(self._decode(raw_key, raw_value))
         return found
 
-    def fetch_serialized(self, key_bytes: bytes) -> list[tuple[int, int, bytes]]:
-        """``fetch`` of a serialized key, as ``(end, start, serialized aggregate)`` (nothing
-        deserialized: batch processing reads a key's sessions once and may never need them)."""
+    def fetch_serialized(
+        self, key_bytes: bytes, now: int | None = None
+    ) -> list[tuple[int, int, bytes]]:
+        """``fetch`` of a serialized key at stream time ``now`` (default: the task's current
+        one), as ``(end, start, serialized aggregate)`` (nothing deserialized: an operator
+        reads a key's sessions once per batch and may never need them)."""
         segments = self._open()
         encoded = encode_key(key_bytes)
-        low_suffix = encode_long(segments.live_from())
+        low_suffix = encode_long(segments.live_from(now))
         found = []
-        for segment in segments.live_segments(MIN_LONG):
+        for segment in segments.live_segments(MIN_LONG, now=now):
             prefix = segments.prefix(segment) + encoded
             at = len(prefix)
             for raw_key, raw_value in self.inner.range(prefix + low_suffix, prefix + _ALL_ONES):

@@ -80,6 +80,42 @@ class WindowStore(SegmentedLayoutStore):
         raw = self._entry_key(segments, self._key_bytes(key), window_start)
         self._write(segments, raw, window_start, self.value_serde.serialize(value))  # type: ignore[union-attr]
 
+    def write_all_at(self, updates: list[tuple[int, bytes, int, bytes | None]]) -> None:
+        """Apply ``(stream time, serialized key, window start, stored value or None)``
+        updates in order, each as ``put`` would have at that stream time: segments expire at
+        the same points and writes to expired windows are ignored (an operator's write-back
+        of a batch; the stored values are as the store keeps them)."""
+        if not updates:
+            return
+        segments = self._open()
+        pending: list[tuple[bytes, bytes | None]] = []
+        boundary = None  # the segment below which the last expiry check dropped everything
+        live_at, live_from = None, 0
+        newest = None
+        for now, key, start, value in updates:
+            raw_key = self._entry_key(segments, key, start)
+            if value is None:
+                pending.append((raw_key, None))
+                continue
+            if now != live_at:
+                live_at, live_from = now, segments.live_from(now)
+                below = segments.segment_id(live_from)
+                if below != boundary:  # what put's expiry check does, once per segment
+                    if pending:  # the writes before the expiry go first
+                        self.inner.put_all(pending)
+                        pending = []
+                    segments.drop_expired(now)
+                    boundary = below
+            if start < live_from:
+                continue
+            if newest is None or start > newest:
+                newest = start
+            pending.append((raw_key, value))
+        if pending:
+            self.inner.put_all(pending)
+        if newest is not None:
+            segments.note_time(newest)
+
     # ---- reads ---------------------------------------------------------------------------
 
     def get(self, key: Any, window_start: int) -> Any:
@@ -89,6 +125,12 @@ class WindowStore(SegmentedLayoutStore):
             return None
         raw = self.inner.get(self._entry_key(segments, self._key_bytes(key), window_start))
         return self.value_serde.deserialize(raw)  # type: ignore[union-attr]
+
+    def get_stored(self, key_bytes: bytes, window_start: int) -> bytes | None:
+        """The stored bytes of one window of a serialized key (live or not), as the store
+        keeps them: an operator reading a window once per batch decodes them itself."""
+        segments = self._open()
+        return self.inner.get(self._entry_key(segments, key_bytes, window_start))
 
     def _fetch_raw(self, key: Any, time_from: int, time_to: int) -> Iterator[tuple[bytes, bytes]]:
         """The stored entries of the key's live windows starting in ``[time_from, time_to]``."""

@@ -1,9 +1,11 @@
 """``TopologyTestDriver``: runs a topology in-process, deterministically, without Spark.
 
-One task per sub-topology (partition 0, as every topic has one partition here). Records
-piped in are processed at once; records a task writes to an internal repartition topic are
-routed to the task that reads it before the pipe call returns. The wall clock is a mock that
-moves only through ``advance_wall_clock_time``.
+One task per sub-topology (partition 0, as every topic has one partition here), running the
+same code as the engine's tasks. Each record piped in is processed at once, as a batch of one
+(so the wall clock is checked after every record); records a task writes to an internal
+repartition topic are routed to the task that reads it before the pipe call returns. The
+wall clock is a mock that moves only through ``advance_wall_clock_time``. The record cache is
+off unless ``cache_enabled`` (SEMANTICS section 5): every update is emitted.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from streamtide.time import MockClock
 
 
 class TopologyTestDriver:
-    """Drives a topology record by record; see the module docstring."""
+    """Drives a topology one piped record at a time; see the module docstring."""
 
     def __init__(
         self,
@@ -39,7 +41,6 @@ class TopologyTestDriver:
         *,
         cache_enabled: bool = False,
         state_dir: str | Path | None = None,
-        batch_processing: bool = False,
     ) -> None:
         if config is None:
             config = StreamsConfig(application_id="test-driver")
@@ -63,11 +64,7 @@ class TopologyTestDriver:
             config.default_value_serde or Serdes.bytes(),
         )
         for sub in topology.subtopologies():
-            options = {
-                **task_options(config),
-                "cache_enabled": cache_enabled,
-                "batch_processing": batch_processing,
-            }
+            options = {**task_options(config), "cache_enabled": cache_enabled}
             task = StreamTask(
                 topology,
                 sub.id,

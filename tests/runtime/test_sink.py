@@ -1,5 +1,7 @@
-"""The column lane: a batch handed down a chain of column-capable nodes gives exactly what the
-record path gives, and the task leaves the lane whenever a record could need more."""
+"""Sinks take whole batches: serialized a column at a time, partitioned by key (None keys round
+robin) or by a partitioner, each partition's rows in input order; a row whose serde fails
+goes to the processing handler alone. Checked on dedup into sinks against a plain model of
+the dedup rule and Kafka's partitioning."""
 
 from __future__ import annotations
 
@@ -18,8 +20,8 @@ from streamtide import (
     StreamsProcessingError,
     Topology,
 )
-from streamtide.dsl.dedup_batch import BatchDeduplicateProcessor
 from streamtide.log.api import LogRecord
+from streamtide.log.partitioner import partition_for_key
 from streamtide.runtime.stream_task import StreamTask
 
 STRING, JSON = Serdes.string(), Serdes.json()
@@ -86,10 +88,56 @@ def records() -> list[LogRecord]:
     return [LogRecord(r.key, r.value, r.timestamp, r.headers, i) for i, r in enumerate(rows)]
 
 
+def expected(
+    inputs: list[LogRecord],
+    sinks: tuple[str, ...] = ("out",),
+    partitioner: Any = None,
+    refused: Any = None,
+    partitions: int = 3,
+) -> list[tuple]:
+    """What dedup by key (interval 10 s) into ``sinks`` sends, by a plain model: a record
+    is dropped when a stored record of its key is within 10 s and unexpired; None keys pass;
+    records more than 10 s behind stream time pass but are not stored. Keyed records go to
+    ``murmur2(key) % partitions`` (or ``partitioner``), None keys round robin per sink; rows
+    ``refused(value)`` says the first sink cannot serialize are not sent there. In topic and
+    partition order, as ``run`` returns them."""
+    interval = 10 * S
+    stored: list[tuple[bytes, int]] = []
+    stream_time = -1
+    forwarded = []
+    for record in inputs:
+        stream_time = max(stream_time, record.timestamp)
+        key, t = record.key, record.timestamp
+        if key is not None:
+            live = [ts for k, ts in stored if k == key and stream_time - ts <= interval]
+            if any(abs(t - ts) <= interval for ts in live):
+                continue
+            if t >= stream_time - interval:
+                stored.append((key, t))
+        forwarded.append(record)
+    sent = []
+    for index, sink in enumerate(sinks):
+        keyless = 0
+        for record in forwarded:
+            value = JSON.deserialize(record.value)
+            if index == 0 and refused is not None and refused(value):
+                continue
+            if index == 0 and partitioner is not None:
+                partition = partitioner(None, value, record.key, partitions)
+            elif record.key is None:
+                partition, keyless = keyless % partitions, keyless + 1
+            else:
+                partition = partition_for_key(record.key, partitions)
+            value_bytes = JSON.serialize(value)
+            sent.append(
+                (sink, partition, record.key, value_bytes, record.timestamp, record.headers)
+            )
+    return sorted(sent, key=lambda row: (row[0], row[1]))
+
+
 def run(
     tmp: Path,
     topology: Topology,
-    batch: bool,
     inputs: list[LogRecord],
     cuts: tuple[int, ...] = (),
     **options: Any,
@@ -97,15 +145,7 @@ def run(
     """Process ``inputs`` in batches split at ``cuts``; outputs (in topic and partition
     order), metrics and stream time."""
     collector = Collector()
-    task = StreamTask(
-        topology,
-        0,
-        0,
-        collector,
-        state_dir=tmp / ("batch" if batch else "record"),
-        batch_processing=batch,
-        **options,
-    ).initialize()
+    task = StreamTask(topology, 0, 0, collector, state_dir=tmp, **options).initialize()
     try:
         start = 0
         for end in (*cuts, len(inputs)):
@@ -114,59 +154,53 @@ def run(
             task.commit()
             task.stores.on_committed()
             start = end
-        # each partition's sequence is what a log keeps (the lane sends partition by partition)
-        by_partition = sorted(collector.sent, key=lambda sent: (sent[0], sent[1]))
+        # each partition's sequence is what a log keeps (a sink sends partition by partition);
+        # the store's changelog is checked elsewhere
+        outputs = [sent for sent in collector.sent if not sent[0].endswith("-changelog")]
+        by_partition = sorted(outputs, key=lambda sent: (sent[0], sent[1]))
         return by_partition, task.metrics.as_dict(), task.stream_time
     finally:
         task.close()
 
 
-@pytest.fixture
-def no_row_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The batch twin's per-record ``process`` fails: only the lane may run it."""
-
-    def refuse(self: Any, record: Any) -> None:
-        raise AssertionError("the record went down the row path")
-
-    monkeypatch.setattr(BatchDeduplicateProcessor, "process", refuse)
-
-
 @pytest.mark.parametrize("cuts", [(), (11,), (5, 23, 40)])
-def test_a_dedup_chain_runs_in_the_lane_and_equals_the_record_path(
-    tmp_path: Path, cuts: tuple[int, ...], no_row_path: None
-) -> None:
+def test_dedup_into_a_sink_sends_what_the_model_says(tmp_path: Path, cuts: tuple[int, ...]) -> None:
     inputs = records()
-    expected = run(tmp_path / "r", dedup_to_sink(), False, inputs, cuts)
-    got = run(tmp_path / "b", dedup_to_sink(), True, inputs, cuts)
-    assert got == expected
-    sent, metrics, _ = got
+    got = run(tmp_path, dedup_to_sink(), inputs, cuts)
+    sent, metrics, stream_time = got
+    assert sent == expected(inputs)
+    assert stream_time == max(r.timestamp for r in inputs)
     assert metrics["dropped-duplicates"] > 0 and metrics["processed-records"] == len(inputs)
+    assert metrics["dropped-duplicates"] == len(inputs) - len(sent)
     assert {p for _, p, *_ in sent} == {0, 1, 2}  # partitioned by key, None keys round robin
     assert any(h for *_, h in sent)
 
 
-def test_two_children_or_a_custom_partitioner_leave_the_lane_with_the_same_result(
-    tmp_path: Path,
-) -> None:
+def test_two_sinks_and_a_custom_partitioner_send_what_the_model_says(tmp_path: Path) -> None:
     inputs = records()
-    for name, topology in (
-        ("two-sinks", lambda: dedup_to_sink(second_sink=True)),
-        ("partitioner", lambda: dedup_to_sink(partitioner=lambda k, v, kb, n: v["n"] % n)),
-    ):
-        expected = run(tmp_path / f"{name}-r", topology(), False, inputs, (9,))
-        assert run(tmp_path / f"{name}-b", topology(), True, inputs, (9,)) == expected, name
+    got, _, _ = run(tmp_path / "two", dedup_to_sink(second_sink=True), inputs, (9,))
+    assert got == expected(inputs, sinks=("copy", "out"))
+
+    def by_n(key: Any, value: Any, key_bytes: Any, n: int) -> int:
+        return value["n"] % n  # type: ignore[no-any-return]
+
+    got, _, _ = run(tmp_path / "p", dedup_to_sink(partitioner=by_n), inputs, (9,))
+    assert got == expected(inputs, partitioner=by_n)
 
 
 def test_a_sink_serde_failure_is_the_failing_rows_alone_under_continue(tmp_path: Path) -> None:
-    """The sink sends the batch row by row; the row it cannot serialize goes to the handler
-    (here: skipped, with a dead-letter record) and every other row is sent."""
+    """The row the sink cannot serialize goes to the handler (here: skipped, with a
+    dead-letter record) and every other row is sent."""
     inputs = records()
     options = {"processing_handler": "continue", "dead_letter_topic": "dlq"}
-    expected = run(tmp_path / "r", dedup_to_sink(PickyJson()), False, inputs, (20,), **options)
-    got = run(tmp_path / "b", dedup_to_sink(PickyJson()), True, inputs, (20,), **options)
-    assert got == expected
-    sent, metrics, _ = got
+    sent, metrics, _ = run(tmp_path, dedup_to_sink(PickyJson()), inputs, (20,), **options)
     assert [t for t, *_ in sent].count("dlq") == 1
+    assert [row for row in sent if row[0] != "dlq"] == expected(
+        inputs, refused=lambda value: value["bad"]
+    )
+    (dead,) = [row for row in sent if row[0] == "dlq"]
+    bad = next(r for r in inputs if b'"bad":true' in r.value)
+    assert dead[2:5] == (bad.key, bad.value, bad.timestamp)
     assert metrics["processed-records"] == len(inputs) - 1
 
 
@@ -182,34 +216,36 @@ class RaisingJson(PickyJson):
 def test_a_user_serde_raising_its_own_error_goes_to_the_handler_too(tmp_path: Path) -> None:
     inputs = records()
     options = {"processing_handler": "continue"}
-    expected = run(tmp_path / "r", dedup_to_sink(RaisingJson()), False, inputs, (), **options)
-    got = run(tmp_path / "b", dedup_to_sink(RaisingJson()), True, inputs, (), **options)
-    assert got == expected
+    got = run(tmp_path, dedup_to_sink(RaisingJson()), inputs, (), **options)
+    assert got[0] == expected(inputs, refused=lambda value: value["bad"])
     assert got[1]["processed-records"] == len(inputs) - 1
 
 
 def test_a_sink_serde_failure_fails_the_task_naming_the_record(tmp_path: Path) -> None:
     with pytest.raises(StreamsProcessingError) as failed:
-        run(tmp_path, dedup_to_sink(PickyJson()), True, records())
+        run(tmp_path, dedup_to_sink(PickyJson()), records())
     error = failed.value
     assert error.node is not None and error.node.startswith("KSTREAM-SINK")
     assert error.offset == next(i for i, r in enumerate(records()) if b'"bad":true' in r.value)
 
 
-def test_a_negative_timestamp_takes_the_row_path(tmp_path: Path, no_row_path: None) -> None:
-    """A batch holding a record the invalid-timestamp handler must see is not in the lane."""
+def test_a_negative_timestamp_is_skipped_in_its_turn(tmp_path: Path) -> None:
+    """A record the invalid-timestamp handler skips cuts the batch: the rows before and
+    after it are sent as if it had never been there."""
     inputs = records()
     inputs[3] = LogRecord(inputs[3].key, inputs[3].value, -1, (), 3)
-    with pytest.raises(StreamsProcessingError, match="went down the row path"):
-        run(tmp_path, dedup_to_sink(), True, inputs, invalid_timestamp_handler="log_and_skip")
+    sent, metrics, _ = run(
+        tmp_path, dedup_to_sink(), inputs, invalid_timestamp_handler="log_and_skip"
+    )
+    assert sent == expected(inputs[:3] + inputs[4:])
+    assert metrics["dropped-records.invalid_timestamp"] == 1
+    assert metrics["processed-records"] == len(inputs) - 1
 
 
-def test_stream_time_and_offsets_after_the_lane(tmp_path: Path) -> None:
+def test_stream_time_and_offsets_after_a_batch(tmp_path: Path) -> None:
     inputs = records()
     collector = Collector()
-    task = StreamTask(
-        dedup_to_sink(), 0, 0, collector, state_dir=tmp_path, batch_processing=True
-    ).initialize()
+    task = StreamTask(dedup_to_sink(), 0, 0, collector, state_dir=tmp_path).initialize()
     try:
         task.add_records("in", inputs)
         assert task.process() == len(inputs)

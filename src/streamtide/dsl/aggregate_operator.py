@@ -1,0 +1,174 @@
+"""Key-value ``count``/``reduce``/``aggregate`` of a grouped stream, on the column contract.
+
+Each row is folded into its key's aggregate and the new aggregate is emitted (through the
+record cache when it is on). The result's timestamp is the larger of the row's and the
+previous result's, kept with the aggregate in the timestamped store. Rows with a None key or
+value are dropped (``dropped-records``), as in Kafka Streams. An adder returning None deletes
+the key (a tombstone).
+
+Read once, write once: a key's stored aggregate is read on its first row of a batch and kept
+in memory serialized, as the store holds it (so an adder that changes its aggregate in place
+cannot alter what was already emitted; values the serde gives back exactly, such as counts,
+are kept as they are). Before ``process_batch`` returns, each changed key's last aggregate is
+written to the store, in the order the keys first changed: the store's write buffer (and so
+the changelog) then holds what per-record puts would have left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streamtide.dsl.cache import EmitCache, emit_as_batch
+from streamtide.dsl.kept import UNREAD, KeptState
+from streamtide.dsl.processors import NO_INITIALIZER
+from streamtide.processor import drops
+from streamtide.processor.api import ProcessorContext
+from streamtide.processor.column_batch import ColumnBatch
+from streamtide.processor.operator import ColumnOperator
+from streamtide.record import Record
+from streamtide.state.timestamped import decode, encode
+
+#: A key's aggregate in memory: its serialized key, the serialized aggregate (None: absent),
+#: the aggregate itself when deserializing gives it back exactly (else ``UNREAD``), and the
+#: result's timestamp.
+Entry = tuple[bytes, "bytes | None", Any, int]
+
+
+class StreamAggregateOperator(ColumnOperator):
+    """Folds each row into the aggregate of its key (see the module docstring)."""
+
+    def __init__(
+        self,
+        store_name: str,
+        initializer: Callable[[], Any] | Any,
+        adder: Callable[[Any, Any, Any], Any],
+        caching_allowed: bool,
+    ) -> None:
+        self.store_name = store_name
+        self.initializer = initializer
+        self.adder = adder
+        self.caching_allowed = caching_allowed
+        #: per key of the batch (its text for string keys, else its bytes)
+        self._entries: dict[Any, Entry] = {}
+        #: the keys whose aggregate changed in this batch, in the order they first did
+        self._changed: dict[Any, None] = {}
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.store = store = context.get_state_store(self.store_name)
+        self.cache = EmitCache(context, self.caching_allowed, emit_as_batch(self))
+        # the aggregate's serde is the store's without timestamps
+        self._kept = KeptState(
+            store.key_serde, store.value_serde.inner, self.initializer, self.adder
+        )
+
+    def _load(self, ident: Any, key_bytes: bytes) -> Entry:
+        stored = self.store.inner.get(key_bytes)
+        if stored is None:
+            entry: Entry = (key_bytes, None, UNREAD, 0)
+        else:
+            raw, timestamp = decode(stored)
+            entry = (key_bytes, raw, UNREAD, timestamp)
+        self._entries[ident] = entry
+        return entry
+
+    def process_batch(self, batch: ColumnBatch) -> None:
+        keys, values, timestamps, headers = (
+            batch.keys,
+            batch.values,
+            batch.timestamps,
+            batch.headers,
+        )
+        entries, changed = self._entries, self._changed
+        initializer, adder = self.initializer, self.adder
+        kept = self._kept
+        serialize, deserialize = kept.value_serde.serialize, kept.value_serde.deserialize
+        string_keys, counting, exact = kept.string_keys, kept.counting, kept.exact
+        cache = self.cache if self.cache.enabled else None
+        out_positions: list[int] = []
+        out_values: list[Any] = []
+        out_timestamps: list[int] = []
+        nulls = 0
+        n = len(keys)
+        start = 0
+        while start < n:
+            p = start
+            try:
+                for p in range(start, n):
+                    key, value = keys[p], values[p]
+                    if key is None or value is None:
+                        nulls += 1
+                        continue
+                    if string_keys and key.__class__ is str:
+                        ident = key
+                        entry = entries.get(ident)
+                        if entry is None:
+                            entry = self._load(ident, key.encode("utf-8"))
+                    else:
+                        ident, key_bytes = kept.ident(key)
+                        entry = entries.get(ident)
+                        if entry is None:
+                            entry = self._load(ident, key_bytes)
+                    key_bytes, raw, old, timestamp = entry
+                    t = timestamps[p]
+                    if counting:
+                        if raw is None:
+                            new = 1
+                        else:
+                            new = (deserialize(raw) if old is UNREAD else old) + 1
+                            if timestamp > t:
+                                t = timestamp
+                    elif raw is None:
+                        new = (
+                            value
+                            if initializer is NO_INITIALIZER
+                            else adder(key, value, initializer())
+                        )
+                    else:
+                        if old is UNREAD:
+                            old = deserialize(raw)
+                        new = adder(key, value, old)
+                        if timestamp > t:
+                            t = timestamp
+                    raw = serialize(new)
+                    entries[ident] = (
+                        key_bytes,
+                        raw,
+                        new if new.__class__ in exact else UNREAD,
+                        t,
+                    )
+                    changed[ident] = None
+                    if cache is not None:
+                        cache.emit(Record(key, new, t, headers[p]))
+                    else:
+                        out_positions.append(p)
+                        out_values.append(new)
+                        out_timestamps.append(t)
+                start = n
+            except Exception as error:
+                start = self.fail(batch, p, error)
+        if nulls:
+            drops.record_drops(self.context.metrics, drops.NULL_KEY_OR_VALUE, nulls)
+        self._write_back()
+        if out_positions:
+            self.emit(
+                batch.derive(
+                    out_positions,
+                    [keys[p] for p in out_positions],
+                    out_values,
+                    out_timestamps,
+                )
+            )
+
+    def _write_back(self) -> None:
+        """Each changed key's last aggregate to the store (see the module docstring)."""
+        entries = self._entries
+        if self._changed:
+            writes = []
+            for ident in self._changed:
+                key_bytes, raw, _, timestamp = entries[ident]
+                writes.append((key_bytes, None if raw is None else encode(raw, timestamp)))
+            self.store.inner.put_all(writes)
+        entries.clear()
+        self._changed.clear()

@@ -1,0 +1,104 @@
+"""Rows that failed while a task processed a piece, and the errors that stop a task.
+
+Operators report a row whose rule raised (``ColumnOperator.fail``); the node graph keeps the
+row away from every node that record-at-a-time processing would not have reached after the
+failure (``runtime.graph``), and the task hands the reported rows to the processing exception
+handler in input order once the piece is done (``StreamTask``). An error that names no input
+row (a punctuator's, a store's outside a row loop) stops the task at once: ``Failures.stop``
+locates it (task, node, topic, partition) and remembers it, so nodes above pass it on instead
+of mistaking it for a failure of their own row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from streamtide.errors import BufferFullError, HandlerFailedError, StreamsProcessingError
+from streamtide.processor.column_batch import ColumnBatch
+from streamtide.record import Record
+
+
+@dataclass(slots=True)
+class RowFailure:
+    """Node ``node`` raised ``error`` for the row at ``position`` of ``batch`` (which derives
+    from input row ``row``)."""
+
+    row: int
+    node: str
+    batch: ColumnBatch
+    position: int
+    error: Exception
+
+    def record(self) -> Record:
+        """What the failing node was given."""
+        return self.batch.record(self.position)
+
+
+def processing_error(
+    error: Exception,
+    *,
+    task_id: str,
+    node: str | None,
+    topic: str | None,
+    partition: int,
+    offset: int | None,
+    final: bool = False,
+) -> StreamsProcessingError:
+    """``error`` as the ``StreamsProcessingError`` that stops the task (a ``BufferFullError``
+    stays one; ``final``: a handler function answered FAIL)."""
+    if isinstance(error, StreamsProcessingError):
+        message = str(error).split(" (", 1)[0]
+    else:
+        message = f"{type(error).__name__}: {error}"
+    error_type: type[StreamsProcessingError] = (
+        BufferFullError
+        if isinstance(error, BufferFullError)
+        else HandlerFailedError
+        if final
+        else StreamsProcessingError
+    )
+    return error_type(
+        f"processing failed: {message}",
+        task_id=task_id,
+        node=node,
+        topic=topic,
+        partition=partition if topic is not None else None,
+        offset=offset,
+    )
+
+
+class Failures:
+    """The row failures of the piece in progress, and the error stopping the task."""
+
+    def __init__(self, task_id: str, partition: int) -> None:
+        self.task_id = task_id
+        self.partition = partition
+        self.rows: list[RowFailure] = []
+        #: the located error on its way out of the task (never a row failure)
+        self.fatal: StreamsProcessingError | None = None
+
+    def stop(
+        self, error: Exception, node: str | None, topic: str | None, offset: int | None = None
+    ) -> StreamsProcessingError:
+        """The located error for ``error`` raised in ``node``; nodes above re-raise it."""
+        if error is self.fatal:
+            return error  # type: ignore[return-value]
+        located = processing_error(
+            error,
+            task_id=self.task_id,
+            node=node,
+            topic=topic,
+            partition=self.partition,
+            offset=offset,
+        )
+        self.fatal = located
+        return located
+
+    def take(self) -> list[RowFailure]:
+        """The piece's failures in input order, leaving none. An input row has one: when
+        several outputs of one input row failed at different nodes, the first reported."""
+        failures, self.rows = self.rows, []
+        first: dict[int, RowFailure] = {}
+        for failure in failures:
+            first.setdefault(failure.row, failure)
+        return [first[row] for row in sorted(first)]
