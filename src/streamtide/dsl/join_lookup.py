@@ -1,0 +1,117 @@
+"""Looking a batch's keys up in a table, for the stream-table and stream-global-table joins.
+
+A stream row joins the table as it stands when the row is processed. Within one batch of a
+join the table cannot change: the task never puts rows of two source topics in one piece,
+and where a table is written by a node under the same source as the join, the task's cut
+analysis (``runtime.interleaving``) hands the join its rows one at a time. So each distinct
+key is read from the store once per batch (``StoredLookup``), and the values are
+deserialized for every row that joins, in one call for the batch: each row gets a value of
+its own, as a record-at-a-time lookup does (a joiner that changes the table value in place
+cannot affect another row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from streamtide.processor.column_batch import ColumnBatch
+from streamtide.processor.operator import ColumnOperator
+from streamtide.serde import Serde, StringSerde, convert_each
+from streamtide.state.timestamped import decode
+
+#: ``read(key_bytes) -> value bytes | None``: a table's serialized value of a key
+RawRead = Callable[[bytes], "bytes | None"]
+
+
+class StoredLookup:
+    """Reads each distinct key of a batch once (see the module docstring)."""
+
+    def __init__(self, key_serde: Serde, value_serde: Serde, read: RawRead) -> None:
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.read = read
+        self.string_keys = type(key_serde) is StringSerde
+
+    def read_rows(
+        self, operator: ColumnOperator, batch: ColumnBatch, keys: list[Any]
+    ) -> tuple[list[int], list[bytes | None]]:
+        """The serialized table value of ``keys[p]``, the key of ``batch``'s row ``p`` (None:
+        no key, no value), for every row whose key could be serialized: their positions and
+        values. A key the serde refuses fails its row."""
+        found: dict[Any, bytes | None] = {}
+        read, serialize, string_keys = self.read, self.key_serde.serialize, self.string_keys
+        kept: list[int] = []
+        raws: list[bytes | None] = []
+        n = len(keys)
+        start = 0
+        while start < n:
+            p = start
+            try:
+                for p in range(start, n):
+                    key = keys[p]
+                    if key is None:
+                        raw = None
+                    elif string_keys and key.__class__ is str:
+                        if key in found:
+                            raw = found[key]
+                        else:
+                            raw = found[key] = read(key.encode("utf-8"))
+                    else:
+                        key_bytes = serialize(key)
+                        if key_bytes in found:
+                            raw = found[key_bytes]
+                        else:
+                            raw = found[key_bytes] = read(key_bytes)
+                    kept.append(p)
+                    raws.append(raw)
+                start = n
+            except Exception as error:
+                start = operator.fail(batch, p, error)
+        return kept, raws
+
+    def values(
+        self,
+        operator: ColumnOperator,
+        batch: ColumnBatch,
+        positions: list[int],
+        raws: list[bytes | None],
+    ) -> tuple[list[int], list[Any]]:
+        """Each row's own deserialized table value (None where ``raws`` has None); a
+        stored value the serde refuses fails its row."""
+        present = [raw for raw in raws if raw is not None]
+        errors: dict[int, Exception] = {}
+        decoded = convert_each(
+            self.value_serde.deserialize_many, self.value_serde.deserialize, present, errors
+        )
+        if len(present) == len(raws) and not errors:
+            return positions, decoded
+        kept: list[int] = []
+        values: list[Any] = []
+        index = 0
+        for position, raw in zip(positions, raws):
+            if raw is None:
+                kept.append(position)
+                values.append(None)
+                continue
+            error = errors.get(index)
+            value = decoded[index]
+            index += 1
+            if error is not None:
+                operator.fail(batch, position, error)
+                continue
+            kept.append(position)
+            values.append(value)
+        return kept, values
+
+
+def timestamped_read(inner: Any) -> RawRead:
+    """``read`` of a timestamped store's bytes store ``inner``: the value without its
+    timestamp."""
+    get = inner.get
+
+    def read(key_bytes: bytes) -> bytes | None:
+        raw = get(key_bytes)
+        return None if raw is None else decode(raw)[0]
+
+    return read
