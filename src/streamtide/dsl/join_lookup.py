@@ -115,3 +115,11 @@ def timestamped_read(inner: Any) -> RawRead:
         return None if raw is None else decode(raw)[0]
 
     return read
+
+
+def present(positions: list[int], values: list[Any]) -> tuple[list[int], list[Any]]:
+    """The positions and values whose value is not None (an inner join's rows that join)."""
+    if not any(value is None for value in values):  # (``in`` would call ``__eq__``)
+        return positions, values
+    kept = [(p, value) for p, value in zip(positions, values) if value is not None]
+    return [p for p, _ in kept], [value for _, value in kept]

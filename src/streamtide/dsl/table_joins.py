@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamtide.dsl.join_lookup import StoredLookup, timestamped_read
+from streamtide.dsl.join_lookup import StoredLookup, present, timestamped_read
 from streamtide.dsl.params import Joined, ensure_callable
 from streamtide.dsl.table_view import TableView, check_lookups
 from streamtide.errors import TopologyError
@@ -78,12 +78,12 @@ class StreamTableJoinOperator(ColumnOperator):
         if stored is not None:
             found, raws = stored.read_rows(self, rows, rows.keys)
             if not left:
-                found, raws = _present(found, raws)
+                found, raws = present(found, raws)
             found, tables = stored.values(self, rows, found, raws)
         else:
             found, tables = self._computed(rows)
         if not left:
-            found, tables = _present(found, tables)
+            found, tables = present(found, tables)
         joined = rows.take(found)
         ok, results = call_rows(self, joined, self.joiner, joined.values, tables)
         out = joined if ok is None else joined.take(ok)
@@ -99,14 +99,6 @@ class StreamTableJoinOperator(ColumnOperator):
 
         ok, tables = call_rows(self, rows, table_value, rows.keys)
         return (list(range(len(rows))) if ok is None else ok), tables
-
-
-def _present(positions: list[int], values: list[Any]) -> tuple[list[int], list[Any]]:
-    """The positions and values whose value is not None."""
-    if None not in values:
-        return positions, values
-    kept = [(p, value) for p, value in zip(positions, values) if value is not None]
-    return [p for p, _ in kept], [value for _, value in kept]
 
 
 def stream_table_join(
