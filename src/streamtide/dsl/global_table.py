@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamtide.dsl.join_lookup import StoredLookup, present
+from streamtide.dsl.join_lookup import StoredLookup, plain_read, present
 from streamtide.dsl.params import Consumed, Materialized, ensure_callable
 from streamtide.errors import TopologyError
 from streamtide.processor import drops
@@ -94,7 +94,7 @@ class GlobalTableJoinOperator(ColumnOperator):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         table = context.get_state_store(self.store_name)
-        self.stored = StoredLookup(table.key_serde, table.value_serde, table.inner.get)
+        self.stored = StoredLookup(table.key_serde, table.value_serde, plain_read(table.inner))
 
     def process_batch(self, batch: ColumnBatch) -> None:
         values = batch.values

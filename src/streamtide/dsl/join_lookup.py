@@ -18,10 +18,13 @@ from typing import Any
 from streamtide.processor.column_batch import ColumnBatch
 from streamtide.processor.operator import ColumnOperator
 from streamtide.serde import Serde, StringSerde, convert_each
-from streamtide.state.timestamped import decode
+from streamtide.state.timestamped import NO_TIMESTAMP, decode
 
-#: ``read(key_bytes) -> value bytes | None``: a table's serialized value of a key
-RawRead = Callable[[bytes], "bytes | None"]
+#: A table's value of a key as stored: its bytes and its timestamp (None: no value)
+Entry = tuple[bytes, int]
+
+#: ``read(key_bytes) -> Entry | None``: how a lookup reads a key's value from its store
+RawRead = Callable[[bytes], "Entry | None"]
 
 
 class StoredLookup:
@@ -35,14 +38,14 @@ class StoredLookup:
 
     def read_rows(
         self, operator: ColumnOperator, batch: ColumnBatch, keys: list[Any]
-    ) -> tuple[list[int], list[bytes | None]]:
-        """The serialized table value of ``keys[p]``, the key of ``batch``'s row ``p`` (None:
-        no key, no value), for every row whose key could be serialized: their positions and
-        values. A key the serde refuses fails its row."""
-        found: dict[Any, bytes | None] = {}
+    ) -> tuple[list[int], list[Entry | None]]:
+        """The stored table value of ``keys[p]``, the key of ``batch``'s row ``p`` (None: no
+        key, no value), for every row whose key could be serialized: their positions and
+        entries. A key the serde refuses fails its row."""
+        found: dict[Any, Entry | None] = {}
         read, serialize, string_keys = self.read, self.key_serde.serialize, self.string_keys
         kept: list[int] = []
-        raws: list[bytes | None] = []
+        raws: list[Entry | None] = []
         n = len(keys)
         start = 0
         while start < n:
@@ -75,11 +78,11 @@ class StoredLookup:
         operator: ColumnOperator,
         batch: ColumnBatch,
         positions: list[int],
-        raws: list[bytes | None],
+        raws: list[Entry | None],
     ) -> tuple[list[int], list[Any]]:
         """Each row's own deserialized table value (None where ``raws`` has None); a
         stored value the serde refuses fails its row."""
-        present = [raw for raw in raws if raw is not None]
+        present = [raw[0] for raw in raws if raw is not None]
         errors: dict[int, Exception] = {}
         decoded = convert_each(
             self.value_serde.deserialize_many, self.value_serde.deserialize, present, errors
@@ -106,13 +109,23 @@ class StoredLookup:
 
 
 def timestamped_read(inner: Any) -> RawRead:
-    """``read`` of a timestamped store's bytes store ``inner``: the value without its
-    timestamp."""
+    """``read`` of a timestamped store's bytes store ``inner``."""
     get = inner.get
 
-    def read(key_bytes: bytes) -> bytes | None:
+    def read(key_bytes: bytes) -> Entry | None:
         raw = get(key_bytes)
-        return None if raw is None else decode(raw)[0]
+        return None if raw is None else decode(raw)
+
+    return read
+
+
+def plain_read(inner: Any) -> RawRead:
+    """``read`` of a plain (not timestamped) bytes store ``inner``."""
+    get = inner.get
+
+    def read(key_bytes: bytes) -> Entry | None:
+        raw = get(key_bytes)
+        return None if raw is None else (raw, NO_TIMESTAMP)
 
     return read
 
