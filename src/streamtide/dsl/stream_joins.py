@@ -27,21 +27,24 @@ second of wall-clock time, which would make the output depend on processing spee
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamtide.dsl import processors as p
 from streamtide.dsl.join_windows import JoinWindows, StreamJoined
 from streamtide.dsl.params import DEFAULT_STORE_TYPE, ensure_callable
+from streamtide.dsl.processors import PassThroughOperator
 from streamtide.errors import TopologyError
 from streamtide.processor import drops
 from streamtide.processor.api import ProcessorContext
 from streamtide.processor.column_batch import ColumnBatch, EmittedRows
 from streamtide.processor.operator import ColumnOperator
+from streamtide.serde import StringSerde
 from streamtide.state.join_stores import (
     JoinWindowStoreBuilder,
     OuterJoinStore,
     OuterJoinStoreBuilder,
+    unpack_items,
 )
 from streamtide.state.stores import KeyValueBytesStoreSupplier
 
@@ -60,8 +63,10 @@ class StreamStreamJoinOperator(ColumnOperator):
 
     The rows of a batch come from this side's source only (the task never puts rows of two
     source topics in one piece, and a self-join hands its rows on one at a time), so the
-    other side's store does not change during a batch: each row reads its partners there,
-    in order, and appends itself to its own side's store, as record by record."""
+    other side's store does not change during a batch: it is read once per distinct key of
+    the batch, over the widest window the key's rows need, and each row takes its partners
+    from there (deserialized for the row, as a lookup per record gives them). Each row then
+    appends itself to its own side's store, as record by record."""
 
     def __init__(
         self,
@@ -97,13 +102,61 @@ class StreamStreamJoinOperator(ColumnOperator):
         self.waiting: OuterJoinStore | None = None
         if self.outer_store_name is not None:
             self.waiting = context.get_state_store(self.outer_store_name)
+        self.string_keys = type(self.other.key_serde) is StringSerde
+
+    def _ranges(self, batch: ColumnBatch) -> tuple[list[Any], dict[Any, Any], dict[int, Any]]:
+        """Each row's key identity (None: no key, no value, or a key the serde refused),
+        each distinct key's partners in the other side's store over the widest window its
+        rows need (timestamps and packed values), and the serde's error for each row whose
+        key it refused (that row fails where a lookup would have)."""
+        keys, values, timestamps = batch.keys, batch.values, batch.timestamps
+        before, after = self.before, self.after
+        serialize = self.other.key_serde.serialize
+        string_keys = self.string_keys
+        idents: list[Any] = []
+        key_bytes: dict[Any, bytes] = {}
+        bounds: dict[Any, list[int]] = {}
+        errors: dict[int, Any] = {}
+        for p, key in enumerate(keys):
+            if key is None or values[p] is None:
+                idents.append(None)
+                continue
+            if string_keys and key.__class__ is str:
+                ident = key
+                if ident not in key_bytes:
+                    key_bytes[ident] = key.encode("utf-8")
+            else:
+                try:
+                    ident = serialize(key)
+                except Exception as error:
+                    errors[p] = error
+                    idents.append(None)
+                    continue
+                key_bytes[ident] = ident
+            idents.append(ident)
+            timestamp = timestamps[p]
+            low, high = max(0, timestamp - before), max(0, timestamp + after)
+            bound = bounds.get(ident)
+            if bound is None:
+                bounds[ident] = [low, high]
+            else:
+                if low < bound[0]:
+                    bound[0] = low
+                if high > bound[1]:
+                    bound[1] = high
+        fetch = self.other.fetch_stored
+        stored = {
+            ident: fetch(key_bytes[ident], low, high) for ident, (low, high) in bounds.items()
+        }
+        return idents, stored, errors
 
     def process_batch(self, batch: ColumnBatch) -> None:
         keys, values, timestamps = batch.keys, batch.values, batch.timestamps
         stream_times = batch.stream_times
         join, outer, is_left, waiting = self.join, self.outer, self.is_left, self.waiting
         before, after = self.before, self.after
-        fetch, append = self.other.fetch_values, self.own.append
+        deserialize, append = self.other.value_serde.deserialize, self.own.append
+        idents, stored, errors = self._ranges(batch)
         out = EmittedRows()
         add = out.add
         nulls = 0
@@ -123,8 +176,18 @@ class StreamStreamJoinOperator(ColumnOperator):
                     stream_time = stream_times[p]
                     if waiting is not None and timestamp == stream_time:
                         self._emit_closed(out, p, stream_time)
+                    ident = idents[p]
+                    if ident is None:
+                        raise errors[p]  # the key serde refused the key
                     time_to = max(0, timestamp + after)
-                    partners = fetch(key, max(0, timestamp - before), time_to)
+                    stamps, packed = stored[ident]
+                    first = bisect_left(stamps, max(0, timestamp - before))
+                    last = bisect_right(stamps, time_to)
+                    partners = [
+                        (stamps[i], deserialize(item))
+                        for i in range(first, last)
+                        for item in unpack_items(packed[i])
+                    ]
                     for other_timestamp, other_value in partners:
                         if waiting is not None:
                             waiting.remove(other_timestamp, not is_left, key)
@@ -266,7 +329,7 @@ def join_streams(
             supplier, key_serde, this_values, other_values, joined.logging_enabled
         )
         topology.add_state_store(waiting, this_name, other_name)
-    topology.add_processor(merge_name, p.PassThroughOperator, this_name, other_name)
+    topology.add_processor(merge_name, PassThroughOperator, this_name, other_name)
     topology.add_copartition_group(
         topology.upstream_source_topics(left.node) | topology.upstream_source_topics(right.node),
         f"{operation} {this_name}",
