@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from streamtide.dsl.table_view import Getter, TableView
 from streamtide.processor.column_batch import ColumnBatch
 from streamtide.processor.operator import ColumnOperator
 from streamtide.serde import Serde, StringSerde, convert_each
@@ -136,3 +137,13 @@ def present(positions: list[int], values: list[Any]) -> tuple[list[int], list[An
         return positions, values
     kept = [(p, value) for p, value in zip(positions, values) if value is not None]
     return [p for p, _ in kept], [value for _, value in kept]
+
+
+def view_lookup(context: Any, view: TableView) -> tuple[StoredLookup | None, Getter | None]:
+    """How an operator in a task reads the table ``view``: a ``StoredLookup`` of its store,
+    or, for a table whose values are computed, its getter (one lookup per row)."""
+    if view.store is None:
+        return None, view.make(context)
+    store = context.get_state_store(view.store)
+    read = timestamped_read(store.inner)
+    return StoredLookup(store.key_serde, store.value_serde.inner, read), None

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamtide.dsl.join_lookup import StoredLookup, present, timestamped_read
+from streamtide.dsl.join_lookup import present, view_lookup
 from streamtide.dsl.params import Joined, ensure_callable
 from streamtide.dsl.table_view import TableView, check_lookups
 from streamtide.errors import TopologyError
@@ -49,14 +49,7 @@ class StreamTableJoinOperator(ColumnOperator):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.stored: StoredLookup | None = None
-        if self.view.store is not None:
-            store = context.get_state_store(self.view.store)
-            self.stored = StoredLookup(
-                store.key_serde, store.value_serde.inner, timestamped_read(store.inner)
-            )
-        else:
-            self.lookup = self.view.make(context)
+        self.stored, self.lookup = view_lookup(context, self.view)
 
     def process_batch(self, batch: ColumnBatch) -> None:
         keys, values = batch.keys, batch.values

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.change import Change, as_change
-from streamtide.dsl.join_lookup import StoredLookup, timestamped_read
+from streamtide.dsl.join_lookup import timestamped_read, view_lookup
 from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
 from streamtide.dsl.table_view import (
     Getter,
@@ -123,14 +123,7 @@ class TableJoinSideOperator(ColumnOperator):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.stored: StoredLookup | None = None
-        if self.other.store is not None:
-            store = context.get_state_store(self.other.store)
-            self.stored = StoredLookup(
-                store.key_serde, store.value_serde.inner, timestamped_read(store.inner)
-            )
-        else:
-            self.lookup = self.other.make(context)
+        self.stored, self.lookup = view_lookup(context, self.other)
 
     def _others(self, rows: ColumnBatch) -> tuple[list[int], list[Any], list[int]]:
         """The other side's value and its timestamp for each row that has one."""
