@@ -103,8 +103,8 @@ class GlobalTableJoinOperator(ColumnOperator):
         selected, table_keys = call_rows(self, rows, self.key_selector, rows.keys, rows.values)
         if selected is not None:
             rows = rows.take(selected)
-        if any(table_key is None for table_key in table_keys):
-            kept = [p for p, table_key in enumerate(table_keys) if table_key is not None]
+        kept = [p for p, table_key in enumerate(table_keys) if table_key is not None]
+        if len(kept) < len(table_keys):
             nulls += len(table_keys) - len(kept)
             rows = rows.take(kept)
             table_keys = [table_keys[p] for p in kept]

@@ -21,6 +21,8 @@ from streamtide.processor.operator import ColumnOperator
 from streamtide.serde import Serde, StringSerde, convert_each
 from streamtide.state.timestamped import NO_TIMESTAMP, decode
 
+_STR_OR_NONE = frozenset({str, type(None)})
+
 #: A table's value of a key as stored: its bytes and its timestamp (None: no value)
 Entry = tuple[bytes, int]
 
@@ -45,6 +47,15 @@ class StoredLookup:
         entries. A key the serde refuses fails its row."""
         found: dict[Any, Entry | None] = {}
         read, serialize, string_keys = self.read, self.key_serde.serialize, self.string_keys
+        if string_keys and set(map(type, keys)) <= _STR_OR_NONE:
+            # no key can fail: one read per distinct key, no other call per row
+            def load(key: str) -> Entry | None:
+                entry = found[key] = read(key.encode("utf-8"))
+                return entry
+
+            return list(range(len(keys))), [
+                None if key is None else found[key] if key in found else load(key) for key in keys
+            ]
         kept: list[int] = []
         raws: list[Entry | None] = []
         n = len(keys)
@@ -133,10 +144,10 @@ def plain_read(inner: Any) -> RawRead:
 
 def present(positions: list[int], values: list[Any]) -> tuple[list[int], list[Any]]:
     """The positions and values whose value is not None (an inner join's rows that join)."""
-    if not any(value is None for value in values):  # (``in`` would call ``__eq__``)
+    kept = [j for j, value in enumerate(values) if value is not None]
+    if len(kept) == len(values):
         return positions, values
-    kept = [(p, value) for p, value in zip(positions, values) if value is not None]
-    return [p for p, _ in kept], [value for _, value in kept]
+    return [positions[j] for j in kept], [values[j] for j in kept]
 
 
 def view_lookup(context: Any, view: TableView) -> tuple[StoredLookup | None, Getter | None]:
