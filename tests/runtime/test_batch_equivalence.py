@@ -205,6 +205,25 @@ def enriched_by_a_table() -> Topology:
     return builder.build()
 
 
+def tables_joined() -> Topology:
+    """The latest record per key (a table of ``in``) joined with the profiles table: a
+    materialized outer join, and a left join with a filtered view of the profiles."""
+    builder = StreamsBuilder()
+    latest = builder.table("in", Consumed.with_(STRING, JSON), Materialized.as_("latest"))
+    profiles = builder.table("profiles", Consumed.with_(STRING, JSON), Materialized.as_("profiles"))
+    joined = latest.outer_join(
+        profiles,
+        lambda v, p: [v and v["i"], p and p["n"]],
+        materialized=Materialized.as_("joined-table").with_value_serde(JSON),
+    )
+    joined.to_stream().to("joined", Produced.with_(STRING, JSON))
+    even = profiles.filter(lambda k, p: p["n"] % 2 == 0)
+    latest.left_join(even, lambda v, p: [v["n"], p and p["n"]]).to_stream().to(
+        "unique", Produced.with_(STRING, JSON)
+    )
+    return builder.build()
+
+
 def windowed_outer_join() -> Topology:
     """An outer join of the even records with the odd ones (by ``n``) within 5 s, grace 2 s:
     two join window stores and the store of records waiting for their window to close."""
@@ -365,6 +384,7 @@ TOPOLOGIES: dict[str, Callable[[], Topology]] = {
     "punctuated": punctuated_counts,
     "windows-and-sums": time_window_and_key_aggregates,
     "outer-join": windowed_outer_join,
+    "tables-joined": tables_joined,
 }
 
 

@@ -19,12 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from streamtide.dsl.join_lookup import StoredLookup, plain_read, present
 from streamtide.dsl.params import Consumed, Materialized, ensure_callable
 from streamtide.errors import TopologyError
 from streamtide.processor import drops
-from streamtide.processor.api import Processor, ProcessorContext
+from streamtide.processor.api import ProcessorContext
+from streamtide.processor.column_batch import ColumnBatch
+from streamtide.processor.operator import ColumnOperator, call_rows
 from streamtide.processor.topology import GlobalStoreSpec
-from streamtide.record import Record
 from streamtide.serde import Serde
 
 if TYPE_CHECKING:
@@ -73,8 +75,9 @@ def global_table(
     return GlobalKTable(builder, topic, store_name, key_serde, value_serde)
 
 
-class GlobalTableJoinProcessor(Processor):
-    """Looks each stream record up in the global store (see the module docstring)."""
+class GlobalTableJoinOperator(ColumnOperator):
+    """Looks each stream row up in the global store (see the module docstring), each
+    distinct table key once per batch (``dsl.join_lookup``)."""
 
     def __init__(
         self,
@@ -90,19 +93,34 @@ class GlobalTableJoinProcessor(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.table = context.get_state_store(self.store_name)
+        table = context.get_state_store(self.store_name)
+        self.stored = StoredLookup(table.key_serde, table.value_serde, plain_read(table.inner))
 
-    def process(self, record: Record) -> None:
-        if record.value is None:
-            drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
-            return
-        table_key = self.key_selector(record.key, record.value)
-        if table_key is None:
-            drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
-            return
-        table_value = self.table.get(table_key)
-        if table_value is not None or self.left:
-            self.context.forward(record.with_value(self.joiner(record.value, table_value)))
+    def process_batch(self, batch: ColumnBatch) -> None:
+        values = batch.values
+        rows = batch.take([p for p, value in enumerate(values) if value is not None])
+        nulls = len(values) - len(rows)
+        selected, table_keys = call_rows(self, rows, self.key_selector, rows.keys, rows.values)
+        if selected is not None:
+            rows = rows.take(selected)
+        kept = [p for p, table_key in enumerate(table_keys) if table_key is not None]
+        if len(kept) < len(table_keys):
+            nulls += len(table_keys) - len(kept)
+            rows = rows.take(kept)
+            table_keys = [table_keys[p] for p in kept]
+        if nulls:
+            drops.record_drops(self.context.metrics, drops.NULL_KEY_OR_VALUE, nulls)
+        stored = self.stored
+        found, raws = stored.read_rows(self, rows, table_keys)
+        if not self.left:
+            found, raws = present(found, raws)
+        found, tables = stored.values(self, rows, found, raws)
+        if not self.left:
+            found, tables = present(found, tables)
+        joined = rows.take(found)
+        ok, results = call_rows(self, joined, self.joiner, joined.values, tables)
+        out = joined if ok is None else joined.take(ok)
+        self.emit(out.with_values(results))
 
 
 def join_global_table(
@@ -125,7 +143,7 @@ def join_global_table(
     store = table.store_name
     stream.builder.topology.add_processor(
         name,
-        lambda: GlobalTableJoinProcessor(store, key_selector, joiner, left),
+        lambda: GlobalTableJoinOperator(store, key_selector, joiner, left),
         stream.node,
     )
     return KStream(stream.builder, name, stream.key_serde, None, stream.repartition_required)

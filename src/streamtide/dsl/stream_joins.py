@@ -27,20 +27,24 @@ second of wall-clock time, which would make the output depend on processing spee
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamtide.dsl import processors as p
 from streamtide.dsl.join_windows import JoinWindows, StreamJoined
 from streamtide.dsl.params import DEFAULT_STORE_TYPE, ensure_callable
+from streamtide.dsl.processors import PassThroughOperator
 from streamtide.errors import TopologyError
 from streamtide.processor import drops
-from streamtide.processor.api import Processor, ProcessorContext
-from streamtide.record import Record
+from streamtide.processor.api import ProcessorContext
+from streamtide.processor.column_batch import ColumnBatch, EmittedRows
+from streamtide.processor.operator import ColumnOperator
+from streamtide.serde import StringSerde
 from streamtide.state.join_stores import (
     JoinWindowStoreBuilder,
     OuterJoinStore,
     OuterJoinStoreBuilder,
+    unpack_items,
 )
 from streamtide.state.stores import KeyValueBytesStoreSupplier
 
@@ -54,8 +58,15 @@ NEVER = 1 << 62
 ValueJoiner = Callable[[Any, Any], Any]
 
 
-class StreamStreamJoinProcessor(Processor):
-    """One side of a windowed stream-stream join (see the module docstring)."""
+class StreamStreamJoinOperator(ColumnOperator):
+    """One side of a windowed stream-stream join (see the module docstring).
+
+    The rows of a batch come from this side's source only (the task never puts rows of two
+    source topics in one piece, and a self-join hands its rows on one at a time), so the
+    other side's store does not change during a batch: it is read once per distinct key of
+    the batch, over the widest window the key's rows need, and each row takes its partners
+    from there (deserialized for the row, as a lookup per record gives them). Each row then
+    appends itself to its own side's store, as record by record."""
 
     def __init__(
         self,
@@ -73,8 +84,13 @@ class StreamStreamJoinProcessor(Processor):
         self.other_store_name = other_store
         self.outer_store_name = outer_store
         self.windows = windows
-        self.joiner = joiner
         self.outer = outer
+        # ``joiner(this_value, other_value)``: the right side flips its arguments
+        if is_left:
+            self.join: ValueJoiner = joiner
+        else:
+            self.join = lambda this_value, other_value: joiner(other_value, this_value)
+        self.joiner = joiner
         # this side looks ``before`` back and ``after`` ahead (the right side mirrors)
         self.before = windows.before_ms if is_left else windows.after_ms
         self.after = windows.after_ms if is_left else windows.before_ms
@@ -86,52 +102,125 @@ class StreamStreamJoinProcessor(Processor):
         self.waiting: OuterJoinStore | None = None
         if self.outer_store_name is not None:
             self.waiting = context.get_state_store(self.outer_store_name)
+        self.string_keys = type(self.other.key_serde) is StringSerde
 
-    def _join(self, this_value: Any, other_value: Any) -> Any:
-        if self.is_left:
-            return self.joiner(this_value, other_value)
-        return self.joiner(other_value, this_value)
+    def _ranges(self, batch: ColumnBatch) -> tuple[list[Any], dict[Any, Any], dict[int, Any]]:
+        """Each row's key identity (None: no key, no value, or a key the serde refused),
+        each distinct key's partners in the other side's store over the widest window its
+        rows need (timestamps and packed values), and the serde's error for each row whose
+        key it refused (that row fails where a lookup would have)."""
+        keys, values, timestamps = batch.keys, batch.values, batch.timestamps
+        before, after = self.before, self.after
+        serialize = self.other.key_serde.serialize
+        string_keys = self.string_keys
+        idents: list[Any] = []
+        key_bytes: dict[Any, bytes] = {}
+        bounds: dict[Any, list[int]] = {}
+        errors: dict[int, Any] = {}
+        for p, key in enumerate(keys):
+            if key is None or values[p] is None:
+                idents.append(None)
+                continue
+            if string_keys and key.__class__ is str:
+                ident = key
+                if ident not in key_bytes:
+                    key_bytes[ident] = key.encode("utf-8")
+            else:
+                try:
+                    ident = serialize(key)
+                except Exception as error:
+                    errors[p] = error
+                    idents.append(None)
+                    continue
+                key_bytes[ident] = ident
+            idents.append(ident)
+            timestamp = timestamps[p]
+            low, high = max(0, timestamp - before), max(0, timestamp + after)
+            bound = bounds.get(ident)
+            if bound is None:
+                bounds[ident] = [low, high]
+            else:
+                if low < bound[0]:
+                    bound[0] = low
+                if high > bound[1]:
+                    bound[1] = high
+        fetch = self.other.fetch_stored
+        stored = {
+            ident: fetch(key_bytes[ident], low, high) for ident, (low, high) in bounds.items()
+        }
+        return idents, stored, errors
 
-    def process(self, record: Record) -> None:
-        key, value, timestamp = record.key, record.value, record.timestamp
-        if key is None or value is None:
-            if self.outer and key is None and value is not None:
-                self.context.forward(record.with_value(self._join(value, None)))
-            else:
-                drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
-            return
-        stream_time = self.context.current_stream_time_ms()
-        if self.waiting is not None and timestamp == stream_time:
-            self._emit_closed(record, stream_time)
-        time_from = max(0, timestamp - self.before)
-        time_to = max(0, timestamp + self.after)
-        partners = self.other.fetch_values(key, time_from, time_to)
-        for other_timestamp, other_value in partners:
-            if self.waiting is not None:
-                self.waiting.remove(other_timestamp, not self.is_left, key)
-            joined = record.with_value(self._join(value, other_value))
-            self.context.forward(joined.with_timestamp(max(timestamp, other_timestamp)))
-        if self.outer and not partners:
-            if self.waiting is None or time_to < stream_time:
-                self.context.forward(record.with_value(self._join(value, None)))
-            else:
-                self.waiting.append(timestamp, self.is_left, key, value)
-                if self.waiting.next_close is not None:
-                    close = self._close_time(timestamp, self.is_left)
-                    self.waiting.next_close = min(self.waiting.next_close, close)
-        self.own.append(key, timestamp, value)
+    def process_batch(self, batch: ColumnBatch) -> None:
+        keys, values, timestamps = batch.keys, batch.values, batch.timestamps
+        stream_times = batch.stream_times
+        join, outer, is_left, waiting = self.join, self.outer, self.is_left, self.waiting
+        before, after = self.before, self.after
+        deserialize, append = self.other.value_serde.deserialize, self.own.append
+        idents, stored, errors = self._ranges(batch)
+        out = EmittedRows()
+        add = out.add
+        nulls = 0
+        n = len(keys)
+        start = 0
+        while start < n:
+            p = start
+            try:
+                for p in range(start, n):
+                    key, value, timestamp = keys[p], values[p], timestamps[p]
+                    if key is None or value is None:
+                        if outer and key is None and value is not None:
+                            add(p, key, join(value, None), timestamp)
+                        else:
+                            nulls += 1
+                        continue
+                    stream_time = stream_times[p]
+                    if waiting is not None and timestamp == stream_time:
+                        self._emit_closed(out, p, stream_time)
+                    ident = idents[p]
+                    if ident is None:
+                        raise errors[p]  # the key serde refused the key
+                    time_to = max(0, timestamp + after)
+                    stamps, packed = stored[ident]
+                    first = bisect_left(stamps, max(0, timestamp - before))
+                    last = bisect_right(stamps, time_to)
+                    partners = [
+                        (stamps[i], deserialize(item))
+                        for i in range(first, last)
+                        for item in unpack_items(packed[i])
+                    ]
+                    for other_timestamp, other_value in partners:
+                        if waiting is not None:
+                            waiting.remove(other_timestamp, not is_left, key)
+                        joined = join(value, other_value)
+                        add(p, key, joined, max(timestamp, other_timestamp))
+                    if outer and not partners:
+                        if waiting is None or time_to < stream_time:
+                            add(p, key, join(value, None), timestamp)
+                        else:
+                            waiting.append(timestamp, is_left, key, value)
+                            if waiting.next_close is not None:
+                                close = self._close_time(timestamp, is_left)
+                                waiting.next_close = min(waiting.next_close, close)
+                    append(key, timestamp, value)
+                start = n
+            except Exception as error:
+                start = self.fail(batch, p, error)
+        if nulls:
+            drops.record_drops(self.context.metrics, drops.NULL_KEY_OR_VALUE, nulls)
+        self.emit(out.batch(batch))
 
     def _close_time(self, timestamp: int, is_left: bool) -> int:
         """A waiting record's window has closed once stream time is past this."""
         look_ahead = self.windows.after_ms if is_left else self.windows.before_ms
         return timestamp + look_ahead + self.windows.grace_ms
 
-    def _emit_closed(self, record: Record, stream_time: int) -> None:
-        """Emit and forget the waiting records whose window has closed, oldest first; the scan
-        stops once both sides have reached a record whose window is still open.
+    def _emit_closed(self, out: EmittedRows, position: int, stream_time: int) -> None:
+        """Emit (as made from the row at ``position``) and forget the waiting records whose
+        window has closed, oldest first; the scan stops once both sides have reached a
+        record whose window is still open.
 
         The store remembers (in memory, shared by both sides) the earliest time at which a
-        record still waiting can close, so that most records need no scan at all."""
+        record still waiting can close, so that most rows need no scan at all."""
         waiting = self.waiting
         assert waiting is not None
         if waiting.next_close is not None and stream_time <= waiting.next_close:
@@ -149,10 +238,11 @@ class StreamStreamJoinProcessor(Processor):
                 continue
             closed.append(entry)
         waiting.next_close = min(open_until.values(), default=NEVER)
+        joiner = self.joiner
         for entry in closed:
             for value in entry.values:
-                joined = self.joiner(value, None) if entry.is_left else self.joiner(None, value)
-                self.context.forward(Record(entry.key, joined, entry.timestamp, record.headers))
+                joined = joiner(value, None) if entry.is_left else joiner(None, value)
+                out.add(position, entry.key, joined, entry.timestamp)
             waiting.remove_entry(entry)
 
 
@@ -211,8 +301,8 @@ def join_streams(
         outer_store = builder.new_name("KSTREAM-OUTERSHARED-") + "-store"
     has_outer = left_outer or right_outer
 
-    def side(is_left: bool) -> Callable[[], Processor]:
-        return lambda: StreamStreamJoinProcessor(
+    def side(is_left: bool) -> Callable[[], ColumnOperator]:
+        return lambda: StreamStreamJoinOperator(
             is_left=is_left,
             own_store=this_store if is_left else other_store,
             other_store=other_store if is_left else this_store,
@@ -239,7 +329,7 @@ def join_streams(
             supplier, key_serde, this_values, other_values, joined.logging_enabled
         )
         topology.add_state_store(waiting, this_name, other_name)
-    topology.add_processor(merge_name, p.PassThroughOperator, this_name, other_name)
+    topology.add_processor(merge_name, PassThroughOperator, this_name, other_name)
     topology.add_copartition_group(
         topology.upstream_source_topics(left.node) | topology.upstream_source_topics(right.node),
         f"{operation} {this_name}",

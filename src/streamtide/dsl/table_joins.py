@@ -18,12 +18,14 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from streamtide.dsl.join_lookup import present, view_lookup
 from streamtide.dsl.params import Joined, ensure_callable
 from streamtide.dsl.table_view import TableView, check_lookups
 from streamtide.errors import TopologyError
 from streamtide.processor import drops
-from streamtide.processor.api import Processor, ProcessorContext
-from streamtide.record import Record
+from streamtide.processor.api import ProcessorContext
+from streamtide.processor.column_batch import ColumnBatch
+from streamtide.processor.operator import ColumnOperator, call_rows
 
 if TYPE_CHECKING:
     from streamtide.dsl.kstream import KStream
@@ -32,8 +34,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class StreamTableJoinProcessor(Processor):
-    """Joins each stream record with the table's current value of its key."""
+class StreamTableJoinOperator(ColumnOperator):
+    """Joins each stream row with the table's current value of its key.
+
+    The table is read once per distinct key of a batch where it is a store, and looked up
+    row by row where its values are computed (a filter or ``map_values`` that is not
+    materialized calls its function on every lookup, as in Kafka); see
+    ``dsl.join_lookup``."""
 
     def __init__(self, view: TableView, joiner: Callable[[Any, Any], Any], left: bool) -> None:
         self.view = view
@@ -42,19 +49,49 @@ class StreamTableJoinProcessor(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.lookup = self.view.make(context)
+        self.stored, self.lookup = view_lookup(context, self.view)
 
-    def process(self, record: Record) -> None:
-        key, value = record.key, record.value
-        if value is None or (key is None and not self.left):
-            log.debug("skipping a stream record with a None key or value before a join")
-            drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
-            return
-        stored = None if key is None else self.lookup(key)
-        table_value = None if stored is None else stored.value
-        if table_value is None and not self.left:
-            return
-        self.context.forward(record.with_value(self.joiner(value, table_value)))
+    def process_batch(self, batch: ColumnBatch) -> None:
+        keys, values = batch.keys, batch.values
+        left = self.left
+        if left:
+            positions = [p for p, value in enumerate(values) if value is not None]
+        else:
+            positions = [
+                p
+                for p, (key, value) in enumerate(zip(keys, values))
+                if key is not None and value is not None
+            ]
+        nulls = len(keys) - len(positions)
+        if nulls:
+            log.debug("skipping %d stream records with a None key or value before a join", nulls)
+            drops.record_drops(self.context.metrics, drops.NULL_KEY_OR_VALUE, nulls)
+        rows = batch.take(positions)
+        stored = self.stored
+        if stored is not None:
+            found, raws = stored.read_rows(self, rows, rows.keys)
+            if not left:
+                found, raws = present(found, raws)
+            found, tables = stored.values(self, rows, found, raws)
+        else:
+            found, tables = self._computed(rows)
+        if not left:
+            found, tables = present(found, tables)
+        joined = rows.take(found)
+        ok, results = call_rows(self, joined, self.joiner, joined.values, tables)
+        out = joined if ok is None else joined.take(ok)
+        self.emit(out.with_values(results))
+
+    def _computed(self, rows: ColumnBatch) -> tuple[list[int], list[Any]]:
+        """Each row's table value, looked up row by row (a computed table)."""
+        lookup = self.lookup
+
+        def table_value(key: Any) -> Any:
+            stored = None if key is None else lookup(key)
+            return None if stored is None else stored.value
+
+        ok, tables = call_rows(self, rows, table_value, rows.keys)
+        return (list(range(len(rows))) if ok is None else ok), tables
 
 
 def stream_table_join(
@@ -85,7 +122,7 @@ def stream_table_join(
     view = table.origin.view()
     check_lookups(builder, view, "a stream-table join")
     topology = builder.topology
-    topology.add_processor(name, lambda: StreamTableJoinProcessor(view, joiner, left), stream.node)
+    topology.add_processor(name, lambda: StreamTableJoinOperator(view, joiner, left), stream.node)
     topology.connect_processor_and_state_stores(name, *view.store_names)
     topology.add_copartition_group(
         {

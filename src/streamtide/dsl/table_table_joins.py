@@ -18,20 +18,21 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.change import Change, as_change
+from streamtide.dsl.join_lookup import timestamped_read, view_lookup
 from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
 from streamtide.dsl.table_view import (
     Getter,
     TableOrigin,
-    TableProcessor,
     TableView,
     check_lookups,
     store_view,
     table_store,
 )
 from streamtide.errors import TopologyError
-from streamtide.processor.api import Processor, ProcessorContext
-from streamtide.record import Record
-from streamtide.state.timestamped import ValueAndTimestamp
+from streamtide.processor.api import ProcessorContext
+from streamtide.processor.column_batch import ColumnBatch, EmittedRows
+from streamtide.processor.operator import ColumnOperator, call_rows
+from streamtide.state.timestamped import NO_TIMESTAMP, ValueAndTimestamp, encode
 
 if TYPE_CHECKING:
     from streamtide.dsl.ktable import KTable
@@ -93,12 +94,17 @@ class JoinOrigin(TableOrigin):
         return TableView(left.store_names + right.store_names, make)
 
 
-class TableJoinSideProcessor(Processor):
+class TableJoinSideOperator(ColumnOperator):
     """Joins the updates of one side with the other side's current value.
 
     ``this_missing``/``other_missing``: whether a result exists without this side's value
     (outer joins) or without the other's (left side of a left join, both sides of an outer
     join). ``joiner(this_value, other_value)`` is already flipped for the right side.
+
+    A batch holds updates of this side only (the two sides' topics are never in one piece;
+    a self-join hands its rows on one at a time), so the other side is read once per
+    distinct key where it is a store (``dsl.join_lookup``), each row getting a value of its
+    own, and looked up row by row where its values are computed.
     """
 
     def __init__(
@@ -117,43 +123,133 @@ class TableJoinSideProcessor(Processor):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.lookup = self.other.make(context)
+        self.stored, self.lookup = view_lookup(context, self.other)
 
-    def _join(self, value: Any, other: Any) -> Any:
-        if value is None and not (self.this_missing and other is not None):
-            return None
-        return self.joiner(value, other)
+    def _others(self, rows: ColumnBatch) -> tuple[list[int], list[Any], list[int]]:
+        """The other side's value and its timestamp for each row that has one."""
+        stored = self.stored
+        if stored is not None:
+            found, entries = stored.read_rows(self, rows, rows.keys)
+            stamps = {p: entry[1] for p, entry in zip(found, entries) if entry is not None}
+            found, others = stored.values(self, rows, found, entries)
+            return found, others, [stamps.get(p, NO_TIMESTAMP) for p in found]
+        lookup = self.lookup
+        ok, looked = call_rows(self, rows, lookup, rows.keys)
+        found = list(range(len(rows))) if ok is None else ok
+        others = [None if entry is None else entry.value for entry in looked]
+        stamps = [NO_TIMESTAMP if entry is None else entry.timestamp for entry in looked]
+        return found, others, stamps
 
-    def process(self, record: Record) -> None:
-        if record.key is None:
-            return
-        change = as_change(record.value)
-        stored = self.lookup(record.key)
-        other = None if stored is None else stored.value
-        if other is None:
-            if not self.other_missing or (change.new is None and change.old is None):
-                return
-            timestamp = record.timestamp
-        else:
-            timestamp = max(record.timestamp, stored.timestamp)  # type: ignore[union-attr]
-        new = self._join(change.new, other)
-        old = self._join(change.old, other) if self.send_old_values else None
-        self.context.forward(Record(record.key, Change(new, old), timestamp, record.headers))
+    def process_batch(self, batch: ColumnBatch) -> None:
+        rows = batch.take([p for p, key in enumerate(batch.keys) if key is not None])
+        found, others, stamps = self._others(rows)
+        keys, values, timestamps = rows.keys, rows.values, rows.timestamps
+        joiner, this_missing = self.joiner, self.this_missing
+        other_missing, send_old_values = self.other_missing, self.send_old_values
+        out = EmittedRows()
+        m = len(found)
+        start = 0
+        while start < m:
+            j = start
+            try:
+                for j in range(start, m):
+                    p, other = found[j], others[j]
+                    change = values[p]
+                    if change.__class__ is not Change:
+                        change = as_change(change)
+                    new, old = change
+                    if other is None:
+                        if not other_missing or (new is None and old is None):
+                            continue
+                        timestamp = timestamps[p]
+                    else:
+                        timestamp = max(timestamps[p], stamps[j])
+                    # a side's missing value makes no result unless the join allows it
+                    allowed = this_missing and other is not None
+                    new = None if new is None and not allowed else joiner(new, other)
+                    if not send_old_values:
+                        old = None
+                    elif old is not None or allowed:
+                        old = joiner(old, other)
+                    out.add(p, keys[p], Change(new, old), timestamp)
+                start = m
+            except Exception as error:
+                position = self.fail(rows, found[j], error)
+                start = j + 1
+                while start < m and found[start] < position:
+                    start += 1
+        self.emit(out.batch(rows))
 
 
-class TableJoinMergeProcessor(TableProcessor):
-    """Merges both sides' results into the joined table (stored when materialized)."""
+class TableJoinMergeOperator(ColumnOperator):
+    """Merges both sides' results into the joined table (stored when materialized).
 
-    def process(self, record: Record) -> None:
-        change = as_change(record.value)
+    Read once, write once: a materialized join reads each key's stored result on its first
+    row of a batch and keeps it serialized (each old value it forwards is deserialized
+    afresh, as a read of the store gives); the keys' last results are written back before
+    the batch is done, in the order the keys first changed."""
+
+    def __init__(self, origin: TableOrigin) -> None:
+        self.store_name = origin.store_name
+        self.send_old_values = origin.send_old_values
+
+    def init(self, context: ProcessorContext) -> None:
+        super().init(context)
+        self.store = None if self.store_name is None else context.get_state_store(self.store_name)
+
+    def process_batch(self, batch: ColumnBatch) -> None:
+        values = [
+            value if value.__class__ is Change else as_change(value) for value in batch.values
+        ]
         if self.store is not None:
-            previous = self.store.get_with_timestamp(record.key)
-            self.store.put_with_timestamp(record.key, change.new, record.timestamp)
-            old = None if previous is None else previous.value
-            change = Change(change.new, old if self.send_old_values else None)
+            self._merge_stored(batch, values)
         elif not self.send_old_values:
-            change = Change(change.new, None)
-        self.context.forward(record.with_value(change))
+            self.emit(batch.with_values([Change(change.new, None) for change in values]))
+        else:
+            self.emit(batch.with_values(values))
+
+    def _merge_stored(self, batch: ColumnBatch, changes: list[Change]) -> None:
+        store = self.store
+        assert store is not None
+        inner, serde = store.inner, store.value_serde.inner
+        read = timestamped_read(inner)
+        serialize_key = store.key_serde.serialize
+        serialize, deserialize = serde.serialize, serde.deserialize
+        send_old_values = self.send_old_values
+        found: dict[bytes, bytes | None] = {}
+        changed: dict[bytes, int] = {}  # key bytes -> timestamp of its last result
+        keys, timestamps = batch.keys, batch.timestamps
+        kept: list[int] = []
+        out: list[Change] = []
+        n = len(keys)
+        start = 0
+        while start < n:
+            p = start
+            try:
+                for p in range(start, n):
+                    key_bytes = serialize_key(keys[p])
+                    if key_bytes in found:
+                        previous = found[key_bytes]
+                    else:
+                        entry = read(key_bytes)
+                        previous = found[key_bytes] = None if entry is None else entry[0]
+                    old = deserialize(previous) if send_old_values else None
+                    new = changes[p].new
+                    found[key_bytes] = serialize(new)
+                    changed[key_bytes] = timestamps[p]
+                    kept.append(p)
+                    out.append(Change(new, old))
+                start = n
+            except Exception as error:
+                start = self.fail(batch, p, error)
+        if changed:
+            inner.put_all(
+                [
+                    (key_bytes, None if found[key_bytes] is None else encode(found[key_bytes], t))
+                    for key_bytes, t in changed.items()
+                ]
+            )
+        self.emit(batch.take(kept).with_values(out))
 
 
 def table_table_join(
@@ -198,18 +294,18 @@ def table_table_join(
 
     topology.add_processor(
         this_name,
-        lambda: TableJoinSideProcessor(origin, right_view, joiner, left_missing, right_missing),
+        lambda: TableJoinSideOperator(origin, right_view, joiner, left_missing, right_missing),
         left.node,
     )
     topology.add_processor(
         other_name,
-        lambda: TableJoinSideProcessor(origin, left_view, flipped, right_missing, left_missing),
+        lambda: TableJoinSideOperator(origin, left_view, flipped, right_missing, left_missing),
         right.node,
     )
     topology.connect_processor_and_state_stores(this_name, *right_view.store_names)
     topology.connect_processor_and_state_stores(other_name, *left_view.store_names)
     topology.add_processor(
-        merge_name, lambda: TableJoinMergeProcessor(origin), this_name, other_name
+        merge_name, lambda: TableJoinMergeOperator(origin), this_name, other_name
     )
     value_serde = None
     if store is not None:

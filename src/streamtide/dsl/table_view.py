@@ -39,10 +39,13 @@ Getter = Callable[[Any], "ValueAndTimestamp | None"]
 
 @dataclass(frozen=True)
 class TableView:
-    """The stores a lookup needs and how to make the lookup in a task."""
+    """The stores a lookup needs and how to make the lookup in a task; ``store``: the
+    timestamped store holding exactly the table's values, when a lookup only reads it (a
+    batch operator may then read it directly, each key once: ``dsl.join_lookup``)."""
 
     store_names: tuple[str, ...]
     make: Callable[[ProcessorContext], Getter]
+    store: str | None = None
 
 
 def store_view(store_name: str) -> TableView:
@@ -51,7 +54,7 @@ def store_view(store_name: str) -> TableView:
     def make(context: ProcessorContext) -> Getter:
         return context.get_state_store(store_name).get_with_timestamp  # type: ignore[no-any-return]
 
-    return TableView((store_name,), make)
+    return TableView((store_name,), make, store_name)
 
 
 def check_lookups(builder: StreamsBuilder, view: TableView, what: str) -> None:

@@ -105,6 +105,21 @@ class JoinWindowStore(WindowStore):
             for value in values
         ]
 
+    def fetch_stored(
+        self, key_bytes: bytes, time_from: int, time_to: int
+    ) -> tuple[list[int], list[bytes]]:
+        """The timestamps and packed values (``unpack_items``) of a serialized key's live
+        entries in ``[time_from, time_to]``, by timestamp: an operator reading one range per
+        key for a batch unpacks and deserializes them itself."""
+        timestamps: list[int] = []
+        packed: list[bytes] = []
+        if time_to >= time_from:
+            for raw_key, raw_value in self._fetch_raw_bytes(key_bytes, time_from, time_to):
+                _, offset = decode_key(raw_key, 8)
+                timestamps.append(decode_long(raw_key, offset))
+                packed.append(raw_value)
+        return timestamps, packed
+
     def _decode(self, raw_key: bytes, raw_value: bytes) -> tuple[Windowed, Any]:
         key, offset = decode_key(raw_key, 8)
         start = decode_long(raw_key, offset)

@@ -134,8 +134,14 @@ class WindowStore(SegmentedLayoutStore):
 
     def _fetch_raw(self, key: Any, time_from: int, time_to: int) -> Iterator[tuple[bytes, bytes]]:
         """The stored entries of the key's live windows starting in ``[time_from, time_to]``."""
+        return self._fetch_raw_bytes(self._key_bytes(key), time_from, time_to)
+
+    def _fetch_raw_bytes(
+        self, key_bytes: bytes, time_from: int, time_to: int
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """``_fetch_raw`` of a serialized key."""
         segments = self._open()
-        encoded = encode_key(self._key_bytes(key))
+        encoded = encode_key(key_bytes)
         low_start = max(time_from, segments.live_from())
         for segment in segments.live_segments(time_from, time_to):
             prefix = segments.prefix(segment) + encoded
