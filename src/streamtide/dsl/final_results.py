@@ -19,10 +19,16 @@ end). The forms are ``session_operator.SessionFinalOperator``,
 
 from __future__ import annotations
 
-from streamtide.serde import Serdes
+from collections.abc import Callable
+from typing import Any
+
+from streamtide.processor.column_batch import EmittedRows
+from streamtide.serde import Serde, Serdes
 from streamtide.state.api import KeyValueBytesStore
 from streamtide.state.encoding import MAX_LONG, decode_long, encode_long
 from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
+from streamtide.state.timestamped import decode
+from streamtide.window import Window, Windowed
 
 #: The index store of an emit-final aggregation is named after its window or session store.
 INDEX_SUFFIX = "-final-index"
@@ -86,3 +92,36 @@ class CloseIndex:
         self._floor = upper + 1
         self._oldest = None
         return due
+
+
+def emit_closed_windows(
+    index: CloseIndex,
+    last_start: int,
+    span: int,
+    final: Callable[[bytes, int], tuple[Any, int] | None],
+    key_serde: Serde,
+    out: EmittedRows,
+    position: int,
+) -> None:
+    """Emit, for the row at ``position``, every indexed window (of a time or sliding window
+    aggregation) starting at or before ``last_start``, with its result ``final(key bytes,
+    start)`` (value and timestamp; None: nothing to emit); ``span`` is end minus start."""
+    due = index.take_due(last_start)
+    if not due:
+        return
+    deserialize = key_serde.deserialize
+    for start, key_bytes in due:
+        found = final(key_bytes, start)
+        if found is not None:
+            key = deserialize(key_bytes)
+            out.add(position, Windowed(key, Window(start, start + span)), *found)
+
+
+def stored_final(store: Any, value_serde: Serde, key_bytes: bytes, start: int) -> Any:
+    """A closing window's value and timestamp as a timestamped window store holds them (read
+    even though the window may have expired), or None."""
+    stored = store.get_stored(key_bytes, start)
+    if stored is None:
+        return None
+    raw, timestamp = decode(stored)
+    return value_serde.deserialize(raw), timestamp

@@ -30,7 +30,12 @@ from collections.abc import Callable
 from typing import Any
 
 from streamtide.dsl.cache import EmitCache, emit_as_batch
-from streamtide.dsl.final_results import INDEX_SUFFIX, CloseIndex
+from streamtide.dsl.final_results import (
+    INDEX_SUFFIX,
+    CloseIndex,
+    emit_closed_windows,
+    stored_final,
+)
 from streamtide.dsl.kept import UNREAD, KeptState
 from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.dsl.sliding_rule import Agg, Entry, KeyWindows, SlidingRow
@@ -39,7 +44,7 @@ from streamtide.processor import drops
 from streamtide.processor.api import ProcessorContext
 from streamtide.processor.column_batch import ColumnBatch, EmittedRows
 from streamtide.processor.operator import ColumnOperator
-from streamtide.state.timestamped import decode, encode
+from streamtide.state.timestamped import encode
 from streamtide.window import Window, Windowed
 
 
@@ -253,29 +258,20 @@ class SlidingWindowFinalOperator(SlidingWindowAggregateOperator):
     def _before(self, batch: ColumnBatch, out: EmittedRows, p: int, close: int) -> None:
         """Emit every indexed window that ends before ``close`` (= stream time - grace)."""
         difference = self.difference
-        due = self.index.take_due(close - difference - 1)
-        if not due:
-            return
-        deserialize = self._kept.key_serde.deserialize
-        for start, key_bytes in due:
-            found = self._final(key_bytes, start)
-            if found is not None:
-                key = deserialize(key_bytes)
-                out.add(p, Windowed(key, Window(start, start + difference)), *found)
+        last_start = close - difference - 1
+        emit_closed_windows(
+            self.index, last_start, difference, self._final, self._kept.key_serde, out, p
+        )
 
     def _final(self, key_bytes: bytes, start: int) -> tuple[Any, int] | None:
-        """A closing window's aggregate and timestamp (read even though it may have expired:
-        from memory when the batch read its key and holds it)."""
+        """A closing window's aggregate and timestamp: from memory when the batch read its
+        key and holds it, else from the store."""
         windows = self._keys.get(self._kept.ident_of(key_bytes))
         if windows is not None:
             entry = windows.entries.get(start)
             if entry is not None:
                 return None if entry[0] is None else self._read(entry)
-        stored = self.store.get_stored(key_bytes, start)
-        if stored is None:
-            return None
-        raw, timestamp = decode(stored)
-        return self._kept.value_serde.deserialize(raw), timestamp
+        return stored_final(self.store, self._kept.value_serde, key_bytes, start)
 
     def _updated(
         self,
