@@ -4,7 +4,7 @@ partition at a time with its own stream time, as a task sees it; and a raw read 
 from the log.
 
 The loops follow Streamtide's rules (``docs/deduplication.md``, the session aggregate of
-``dsl/windowed_processors.py``, epoch-aligned stream-time punctuation) and keep every output
+``dsl/session_operator.py``, epoch-aligned stream-time punctuation) and keep every output
 record in a list, as a sink would receive it, but without a record cache.
 """
 

@@ -37,6 +37,7 @@ from streamtide import (
     Record,
     Serdes,
     SessionWindows,
+    SlidingWindows,
     StreamsBuilder,
     StreamsConfig,
     Suppressed,
@@ -276,6 +277,103 @@ def final_sessions_and_windows() -> Topology:
         )
         .to_stream()
         .to("windows", Produced.with_(Serdes.windowed(STRING), Serdes.long()))
+    )
+    return builder.build()
+
+
+def distinct_and_sliding_windows() -> Topology:
+    """Windowed ``distinct()`` over tumbling windows (record cache on) and sessions (off), and
+    sliding windows: a count through the record cache, a list aggregate built in place (a
+    hazard for any path that keeps aggregates in memory) and an emit-final sum."""
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", Consumed.with_(STRING, JSON)).group_by_key()
+    (
+        grouped.windowed_by(TimeWindows.of_size_and_grace(5 * S, 2 * S))
+        .distinct(Materialized.as_("time-distinct"))
+        .to_stream()
+        .to("unique", Produced.with_(Serdes.windowed(STRING), JSON))
+    )
+    (
+        grouped.windowed_by(SessionWindows.with_inactivity_gap(3 * S))
+        .distinct(Materialized.as_("session-distinct").with_caching_disabled())
+        .to_stream()
+        .to("joined", Produced.with_(Serdes.session_windowed(STRING), JSON))
+    )
+    sliding = grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(3 * S, 2 * S))
+    (
+        sliding.count(Materialized.as_("sliding-counts"))
+        .to_stream()
+        .to("windows", Produced.with_(Serdes.windowed(STRING), Serdes.long()))
+    )
+
+    def append(key: Any, value: Any, agg: list) -> list:  # type: ignore[type-arg]
+        agg.append(value["n"])
+        return agg
+
+    (
+        sliding.aggregate(
+            list,
+            append,
+            Materialized.as_("sliding-lists").with_value_serde(JSON).with_caching_disabled(),
+        )
+        .to_stream()
+        .to("sessions", Produced.with_(Serdes.windowed(STRING), JSON))
+    )
+    (
+        sliding.emit_strategy(EmitStrategy.on_window_close())
+        .aggregate(
+            lambda: 0,
+            lambda k, v, total: total + v["n"],
+            Materialized.as_("sliding-final").with_value_serde(Serdes.long()),
+        )
+        .to_stream()
+        .to("sums", Produced.with_(Serdes.windowed(STRING), Serdes.long()))
+    )
+    return builder.build()
+
+
+def suppressed_tables() -> Topology:
+    """Suppression of every kind of table: sliding counts (record cache) and session counts
+    until their windows close, per-key counts held 2 s in a buffer of at most 80 bytes,
+    time-window counts held 1 s in a buffer of one key, and a per-key reduce (with tombstones)
+    held no time at all."""
+    builder = StreamsBuilder()
+    grouped = builder.stream("in", Consumed.with_(STRING, JSON)).group_by_key()
+    (
+        grouped.windowed_by(SlidingWindows.of_time_difference_and_grace(3 * S, S))
+        .count(Materialized.as_("sliding-counts"))
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        .to_stream()
+        .to("unique", Produced.with_(Serdes.windowed(STRING), Serdes.long()))
+    )
+    (
+        grouped.count(Materialized.as_("key-counts").with_caching_disabled())
+        .suppress(Suppressed.until_time_limit(2 * S, BufferConfig.max_bytes(80)))
+        .to_stream()
+        .to("sums", Produced.with_(STRING, Serdes.long()))
+    )
+    (
+        grouped.windowed_by(TimeWindows.of_size_and_grace(4 * S, S))
+        .count(Materialized.as_("window-counts").with_caching_disabled())
+        .suppress(Suppressed.until_time_limit(S, BufferConfig.max_records(1)))
+        .to_stream()
+        .to("windows", Produced.with_(Serdes.windowed(STRING), Serdes.long()))
+    )
+    (
+        grouped.reduce(
+            lambda a, b: b if b["n"] % 4 else None,
+            Materialized.as_("latest").with_value_serde(JSON),
+        )
+        .suppress(Suppressed.until_time_limit(0, BufferConfig.unbounded()))
+        .to_stream()
+        .to("joined", Produced.with_(STRING, JSON))
+    )
+    (
+        grouped.windowed_by(SessionWindows.of_inactivity_gap_and_grace(3 * S, S))
+        .count(Materialized.as_("session-counts").with_caching_disabled())
+        .suppress(Suppressed.until_window_closes(BufferConfig.unbounded()))
+        .to_stream()
+        .to("sessions", Produced.with_(Serdes.session_windowed(STRING), Serdes.long()))
     )
     return builder.build()
 
@@ -555,6 +653,17 @@ def test_join_output_does_not_depend_on_batches_or_restores(data: Any) -> None:
         finally:
             shutil.rmtree(root, ignore_errors=True)
     assert results[0] == results[1]
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    topology=st.sampled_from([distinct_and_sliding_windows, suppressed_tables]),
+    data=inputs(),
+)
+def test_windowed_distinct_sliding_windows_and_suppression_equal_records_one_at_a_time(
+    topology: Callable[[], Topology], data: Any
+) -> None:
+    assert_paths_equal(topology, *data)
 
 
 def test_batch_path_keeps_emitted_aggregates_intact() -> None:

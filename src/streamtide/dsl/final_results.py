@@ -11,22 +11,23 @@ restart or a task move neither re-emits a final result nor loses one. Between cl
 record costs one comparison.
 
 Final results bypass the record cache (as in Kafka Streams) and carry the window's result
-timestamp (time windows: the largest record timestamp; sessions: the session end). The
-session and time-window forms are ``session_operator.SessionFinalOperator`` and
-``time_window_operator.TimeWindowFinalOperator``.
+timestamp (time and sliding windows: the largest record timestamp; sessions: the session
+end). The forms are ``session_operator.SessionFinalOperator``,
+``time_window_operator.TimeWindowFinalOperator`` and
+``sliding_operator.SlidingWindowFinalOperator``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from streamtide.dsl.sliding_processor import SlidingWindowAggregateProcessor
-from streamtide.processor.api import ProcessorContext
-from streamtide.record import Record
-from streamtide.serde import Serdes
+from streamtide.processor.column_batch import EmittedRows
+from streamtide.serde import Serde, Serdes
 from streamtide.state.api import KeyValueBytesStore
 from streamtide.state.encoding import MAX_LONG, decode_long, encode_long
 from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
+from streamtide.state.timestamped import decode
 from streamtide.window import Window, Windowed
 
 #: The index store of an emit-final aggregation is named after its window or session store.
@@ -93,49 +94,34 @@ class CloseIndex:
         return due
 
 
-class _FinalEmitter:
-    """What the emit-final processors share: the index and the direct forward. It comes
-    first among a processor's bases, so its ``init`` opens the index after the aggregation's
-    (which is built with caching off: final results never go through the record cache)."""
-
-    index: CloseIndex
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)  # type: ignore[misc]
-        index_name = self.store_name + INDEX_SUFFIX  # type: ignore[attr-defined]
-        self.index = CloseIndex(context.get_state_store(index_name).inner)
-
-    def _forward(self, record: Record, windowed: Windowed, value: Any, timestamp: int) -> None:
-        """A final result, straight downstream (never through the record cache)."""
-        self.context.forward(Record(windowed, value, timestamp, record.headers))  # type: ignore[attr-defined]
-
-    def _emit_closed_windows(self, record: Record, last_start: int, span: int) -> None:
-        """Emit every indexed window of a (timestamped) window store starting at or before
-        ``last_start``; ``span`` is the windows' end minus start."""
-        due = self.index.take_due(last_start)
-        if not due:
-            return
-        store = self.store  # type: ignore[attr-defined]
-        deserialize = store.key_serde.deserialize
-        for start, key_bytes in due:
+def emit_closed_windows(
+    index: CloseIndex,
+    last_start: int,
+    span: int,
+    final: Callable[[bytes, int], tuple[Any, int] | None],
+    key_serde: Serde,
+    out: EmittedRows,
+    position: int,
+) -> None:
+    """Emit, for the row at ``position``, every indexed window (of a time or sliding window
+    aggregation) starting at or before ``last_start``, with its result ``final(key bytes,
+    start)`` (value and timestamp; None: nothing to emit); ``span`` is end minus start."""
+    due = index.take_due(last_start)
+    if not due:
+        return
+    deserialize = key_serde.deserialize
+    for start, key_bytes in due:
+        found = final(key_bytes, start)
+        if found is not None:
             key = deserialize(key_bytes)
-            found = store.get_with_timestamp(key, start, live_only=False)
-            if found is not None:
-                windowed = Windowed(key, Window(start, start + span))
-                self._forward(record, windowed, found.value, found.timestamp)
+            out.add(position, Windowed(key, Window(start, start + span)), *found)
 
 
-class SlidingWindowFinalProcessor(_FinalEmitter, SlidingWindowAggregateProcessor):
-    """A sliding-window aggregation that emits each window once, when stream time is past
-    ``end + grace`` (its end is inclusive). Every update (re)indexes its window: cheap, as
-    only open windows are updated, and a window's entry is written once per update."""
-
-    def process(self, record: Record) -> None:
-        if not self._accept(record):
-            return
-        close = self.context.current_stream_time_ms() - self.grace
-        self._emit_closed_windows(record, close - self.difference - 1, self.difference)
-        super().process(record)
-
-    def _emit(self, record: Record, key: Windowed, value: Any, timestamp: int) -> None:
-        self.index.add(key.window.start, self.store.key_serde.serialize(key.key))
+def stored_final(store: Any, value_serde: Serde, key_bytes: bytes, start: int) -> Any:
+    """A closing window's value and timestamp as a timestamped window store holds them (read
+    even though the window may have expired), or None."""
+    stored = store.get_stored(key_bytes, start)
+    if stored is None:
+        return None
+    raw, timestamp = decode(stored)
+    return value_serde.deserialize(raw), timestamp

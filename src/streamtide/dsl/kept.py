@@ -11,11 +11,13 @@ too, which spares deserializing them again.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from streamtide.dsl.processors import count_aggregator, count_initializer, count_merger
 from streamtide.serde import Serde, StringSerde, exact_values
+from streamtide.state.api import KeyValueBytesStore
+from streamtide.state.transaction import WriteBuffer
 
 #: Stands for a kept value that must be deserialized from its bytes to be read.
 UNREAD: Any = object()
@@ -63,3 +65,33 @@ class KeptState:
     def read(self, raw: bytes, kept: Any) -> Any:
         """A kept value: itself, or deserialized from its bytes."""
         return self.value_serde.deserialize(raw) if kept is UNREAD else kept
+
+
+class StagedWrites:
+    """A bytes store as one batch sees it: the batch's writes kept in memory over the store
+    (reads see them, range scans merged with them) and written back once, with ``write_back``
+    (for an operator whose state is a layout of its own over a bytes store, such as the
+    suppression buffer)."""
+
+    def __init__(self, inner: KeyValueBytesStore) -> None:
+        self.inner = inner
+        self._writes = WriteBuffer()
+
+    def get(self, key: bytes) -> bytes | None:
+        found, value = self._writes.lookup(key)
+        return value if found else self.inner.get(key)
+
+    def put(self, key: bytes, value: bytes | None) -> None:
+        self._writes.put(key, value)
+
+    def range(self, from_key: bytes | None, to_key: bytes | None) -> Iterator[tuple[bytes, bytes]]:
+        below = self.inner.range(from_key, to_key)
+        if not self._writes:
+            return below
+        return self._writes.overlay(below, from_key, to_key)
+
+    def write_back(self) -> None:
+        """Hand the batch's writes to the store, in key order."""
+        if self._writes:
+            self.inner.put_all(self._writes.items())
+            self._writes.clear()

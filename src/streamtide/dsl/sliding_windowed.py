@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from streamtide.dsl.final_results import SlidingWindowFinalProcessor
 from streamtide.dsl.params import Materialized
-from streamtide.dsl.sliding_processor import SlidingWindowAggregateProcessor
+from streamtide.dsl.sliding_operator import (
+    SlidingWindowAggregateOperator,
+    SlidingWindowFinalOperator,
+)
 from streamtide.dsl.windowed import FixedWindowAggregations
 from streamtide.dsl.windows import DEFAULT_RETENTION_MS, SlidingWindows
 
@@ -18,7 +20,7 @@ class SlidingWindowedKStream(FixedWindowAggregations):
     """A grouped stream aggregated over sliding windows (``SlidingWindows``): one window per
     distinct set of a key's records at most the time difference apart."""
 
-    _processors = (SlidingWindowAggregateProcessor, SlidingWindowFinalProcessor)
+    _processors = (SlidingWindowAggregateOperator, SlidingWindowFinalOperator)
 
     def __init__(self, grouped: KGroupedStream, windows: SlidingWindows) -> None:
         super().__init__(grouped)

@@ -1,4 +1,4 @@
-"""The processor behind ``KTable.suppress`` and its changelogged, time-ordered buffer.
+"""The operator behind ``KTable.suppress`` and its changelogged, time-ordered buffer.
 
 The buffer lives in one ordered bytes store, so it is restored from its changelog after a
 restart or a task move like any other store::
@@ -16,12 +16,13 @@ from __future__ import annotations
 import struct
 from typing import Any
 
+from streamtide.dsl.kept import StagedWrites
 from streamtide.dsl.suppressed import BufferFull, Suppressed
 from streamtide.errors import BufferFullError
-from streamtide.processor.api import Processor, ProcessorContext
-from streamtide.record import Record
+from streamtide.processor.api import ProcessorContext
+from streamtide.processor.column_batch import ColumnBatch
+from streamtide.processor.operator import ColumnOperator
 from streamtide.serde import Serde, WindowedSerde
-from streamtide.state.api import KeyValueBytesStore
 from streamtide.state.encoding import MAX_LONG, decode_long, encode_long
 
 _BY_TIME, _BY_KEY, _META = b"t", b"k", b"m"
@@ -71,7 +72,7 @@ class SuppressionBuffer:
     and not the deleted entries of those evicted before.
     """
 
-    def __init__(self, inner: KeyValueBytesStore) -> None:
+    def __init__(self, inner: StagedWrites) -> None:
         self.inner = inner
         meta = inner.get(_META)
         if meta is None:
@@ -127,19 +128,28 @@ class SuppressionBuffer:
         self._floor = decode_long(slot, 1)
         return self._take(slot, entry)
 
-    def save(self) -> None:
-        """Store the observed stream time and the counts (one write per processed record)."""
-        meta = encode_long(self.observed) + encode_long(self.records) + encode_long(self.size)
-        self.inner.put(_META, meta)
+    def save(self, observed: int, records: int, size: int) -> None:
+        """Store the observed stream time and the counts (once per batch: those after its
+        last row that completed)."""
+        self.inner.put(_META, encode_long(observed) + encode_long(records) + encode_long(size))
 
 
-class SuppressProcessor(Processor):
+class SuppressOperator(ColumnOperator):
     """Holds table updates back in a ``SuppressionBuffer`` and emits them when due.
 
     Stream time here is the largest timestamp of the updates this node has seen (Kafka's
     suppress processor keeps its own), kept in the buffer so it survives restarts. Final
     results (``until_window_closes``) are buffered until ``window end + wait`` and never
     emit tombstones; ``until_time_limit`` buffers a key for ``wait`` from its first update.
+    A row's own update is buffered first; then every record due by the new stream time
+    leaves, in buffer-time then key order; then, while the buffer is over its limits, the
+    oldest records leave early (or, with ``shutdown_when_full()``, the task stops with a
+    ``BufferFullError``). What leaves keeps the timestamp and headers it was buffered with.
+
+    Read once, write once: a batch's reads and writes of the buffer's store go through
+    ``kept.StagedWrites`` (a key read once, scans merged with the batch's writes) and reach
+    the store when the batch is done, with the observed stream time and counts as they were
+    after the batch's last row that completed.
     """
 
     def __init__(
@@ -167,44 +177,103 @@ class SuppressProcessor(Processor):
             default = context.default_key_serde
             self.key_serde = WindowedSerde(default) if self.windowed else default
         self.value_serde = self.value_serde or context.default_value_serde
-        self.buffer = SuppressionBuffer(context.get_state_store(self.store_name).inner)
+        self.staged = StagedWrites(context.get_state_store(self.store_name).inner)
+        self.buffer = SuppressionBuffer(self.staged)
 
-    def process(self, record: Record) -> None:
-        buffer = self.buffer
-        if record.timestamp > buffer.observed:
-            buffer.observed = record.timestamp
-        time = record.key.window.end if self.final else record.timestamp
-        value = None if record.value is None else self.value_serde.serialize(record.value)  # type: ignore[union-attr]
-        key = self.key_serde.serialize(record.key)  # type: ignore[union-attr]
-        buffer.put(time, key, encode_entry(record.timestamp, record.headers, value))
-        for key, entry in buffer.pop_due(buffer.observed - self.wait_ms):
-            self._emit(key, entry)
-        config = self.buffer_config
-        if config.is_over(buffer.records, buffer.size):
-            if config.when_full is BufferFull.SHUT_DOWN:
-                raise BufferFullError(
-                    f"suppression buffer of {self.node!r} exceeded its max capacity: "
-                    f"{buffer.records}/{_shown(config.records_limit)} records and "
-                    f"{buffer.size}/{_shown(config.bytes_limit)} bytes; raise the limits of "
-                    "its BufferConfig, or use emit_early_when_full() with until_time_limit",
-                    node=self.node,
-                )
-            while config.is_over(buffer.records, buffer.size):
-                self._emit(*buffer.pop_oldest())
-        buffer.save()
+    def process_batch(self, batch: ColumnBatch) -> None:
+        buffer, config = self.buffer, self.buffer_config
+        final, wait = self.final, self.wait_ms
+        serialize_key = self.key_serde.serialize  # type: ignore[union-attr]
+        serialize_value = self.value_serde.serialize  # type: ignore[union-attr]
+        keys, values, timestamps, headers = (
+            batch.keys,
+            batch.values,
+            batch.timestamps,
+            batch.headers,
+        )
+        out = _Left(self)
+        saved = None  # the buffer's stream time and counts after the last row that completed
+        n = len(keys)
+        start = 0
+        while start < n:
+            p = start
+            try:
+                for p in range(start, n):
+                    key, value, timestamp = keys[p], values[p], timestamps[p]
+                    if timestamp > buffer.observed:
+                        buffer.observed = timestamp
+                    time = key.window.end if final else timestamp
+                    raw = None if value is None else serialize_value(value)
+                    entry = encode_entry(timestamp, tuple(headers[p] or ()), raw)
+                    buffer.put(time, serialize_key(key), entry)
+                    for left in buffer.pop_due(buffer.observed - wait):
+                        out.add(p, *left)
+                    if config.is_over(buffer.records, buffer.size):
+                        if config.when_full is BufferFull.SHUT_DOWN:
+                            raise self._full()
+                        while config.is_over(buffer.records, buffer.size):
+                            out.add(p, *buffer.pop_oldest())
+                    saved = (buffer.observed, buffer.records, buffer.size)
+                start = n
+            except Exception as error:
+                start = self.fail(batch, p, error)
+        if saved is not None:
+            buffer.save(*saved)
+        self.staged.write_back()
+        if out.positions:
+            self.emit(out.batch(batch))
 
-    def _emit(self, key: bytes, entry: bytes) -> None:
+    def _full(self) -> BufferFullError:
+        buffer, config = self.buffer, self.buffer_config
+        return BufferFullError(
+            f"suppression buffer of {self.node!r} exceeded its max capacity: "
+            f"{buffer.records}/{_shown(config.records_limit)} records and "
+            f"{buffer.size}/{_shown(config.bytes_limit)} bytes; raise the limits of "
+            "its BufferConfig, or use emit_early_when_full() with until_time_limit",
+            node=self.node,
+        )
+
+
+class _Left:
+    """The records that left the buffer in a batch, each emitted for the row it left at."""
+
+    __slots__ = (
+        "final",
+        "headers",
+        "key_serde",
+        "keys",
+        "positions",
+        "timestamps",
+        "value_serde",
+        "values",
+    )
+
+    def __init__(self, operator: SuppressOperator) -> None:
+        self.final = operator.final
+        self.key_serde: Serde = operator.key_serde  # type: ignore[assignment]
+        self.value_serde: Serde = operator.value_serde  # type: ignore[assignment]
+        self.positions: list[int] = []
+        self.keys: list[Any] = []
+        self.values: list[Any] = []
+        self.timestamps: list[int] = []
+        self.headers: list[Any] = []
+
+    def add(self, position: int, key: bytes, entry: bytes) -> None:
         timestamp, headers, value = decode_entry(entry)
         if value is None and self.final:
             return  # a final result is never a tombstone: nothing was emitted for it
-        self.context.forward(
-            Record(
-                self.key_serde.deserialize(key),  # type: ignore[union-attr]
-                None if value is None else self.value_serde.deserialize(value),  # type: ignore[union-attr]
-                timestamp,
-                headers,
-            )
-        )
+        self.positions.append(position)
+        self.keys.append(self.key_serde.deserialize(key))
+        self.values.append(None if value is None else self.value_serde.deserialize(value))
+        self.timestamps.append(timestamp)
+        self.headers.append(headers)
+
+    def batch(self, batch: ColumnBatch) -> ColumnBatch:
+        return batch.derive(self.positions, self.keys, self.values, self.timestamps, self.headers)
+
+
+#: The name ``KTable.suppress`` builds the operator by.
+SuppressProcessor = SuppressOperator
 
 
 def _shown(limit: Any) -> str:

@@ -30,7 +30,12 @@ from collections.abc import Callable
 from typing import Any
 
 from streamtide.dsl.cache import EmitCache, emit_as_batch
-from streamtide.dsl.final_results import INDEX_SUFFIX, CloseIndex
+from streamtide.dsl.final_results import (
+    INDEX_SUFFIX,
+    CloseIndex,
+    emit_closed_windows,
+    stored_final,
+)
 from streamtide.dsl.kept import UNREAD, KeptState
 from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.dsl.windows import TimeWindows
@@ -245,15 +250,8 @@ class TimeWindowFinalOperator(TimeWindowAggregateOperator):
         """Emit every window that ends at or before ``stream_time - grace``."""
         windows = self.windows
         size = windows.size_ms
-        due = self.index.take_due(now - windows.grace_ms - size)
-        if not due:
-            return
-        deserialize = self._kept.key_serde.deserialize
-        for start, key_bytes in due:
-            found = self._final(key_bytes, start)
-            if found is not None:
-                key = deserialize(key_bytes)
-                out.add(p, Windowed(key, Window(start, start + size)), *found)
+        last_start = now - windows.grace_ms - size
+        emit_closed_windows(self.index, last_start, size, self._final, self._kept.key_serde, out, p)
 
     def _final(self, key_bytes: bytes, start: int) -> tuple[Any, int] | None:
         """A closing window's aggregate and timestamp (read even though it may have expired:
@@ -263,14 +261,8 @@ class TimeWindowFinalOperator(TimeWindowAggregateOperator):
             raw, value, timestamp, _, _ = entry
             if value is ABSENT:
                 return None
-            return (
-                self._kept.value_serde.deserialize(raw) if value is UNREAD else value
-            ), timestamp
-        stored = self.store.get_stored(key_bytes, start)
-        if stored is None:
-            return None
-        raw, timestamp = decode(stored)
-        return self._kept.value_serde.deserialize(raw), timestamp
+            return self._kept.read(raw, value), timestamp
+        return stored_final(self.store, self._kept.value_serde, key_bytes, start)
 
 
 class _DropCounts:

@@ -9,6 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from streamtide.dsl.distinct_operator import (
+    SessionWindowDistinctOperator,
+    TimeWindowDistinctOperator,
+)
 from streamtide.dsl.emit_strategy import EmitStrategy
 from streamtide.dsl.final_results import (
     index_store_builder,
@@ -23,10 +27,6 @@ from streamtide.dsl.processors import (
 )
 from streamtide.dsl.session_operator import SessionAggregateOperator, SessionFinalOperator
 from streamtide.dsl.time_window_operator import TimeWindowAggregateOperator, TimeWindowFinalOperator
-from streamtide.dsl.windowed_processors import (
-    SessionWindowDistinctProcessor,
-    TimeWindowDistinctProcessor,
-)
 from streamtide.dsl.windows import (
     DEFAULT_RETENTION_MS,
     SessionWindows,
@@ -278,7 +278,7 @@ class TimeWindowedKStream(FixedWindowAggregations):
             named,
             self.grouped.value_serde,
             self._store(retention, timestamped=False),
-            lambda store, caching: TimeWindowDistinctProcessor(store, windows, caching),
+            lambda store, caching: TimeWindowDistinctOperator(store, windows, caching),
         )
 
 
@@ -403,7 +403,7 @@ class SessionWindowedKStream(_WindowedKStream):
             named,
             self.grouped.value_serde,
             lambda supplier, ks, vs: SessionStoreBuilder(supplier, retention, ks, vs),
-            lambda store, caching: SessionWindowDistinctProcessor(
+            lambda store, caching: SessionWindowDistinctOperator(
                 store, windows, retention, caching
             ),
         )

@@ -114,7 +114,7 @@ class JoinWindowStore(WindowStore):
         timestamps: list[int] = []
         packed: list[bytes] = []
         if time_to >= time_from:
-            for raw_key, raw_value in self._fetch_raw_bytes(key_bytes, time_from, time_to):
+            for raw_key, raw_value in self._fetch_raw(key_bytes, time_from, time_to):
                 _, offset = decode_key(raw_key, 8)
                 timestamps.append(decode_long(raw_key, offset))
                 packed.append(raw_value)

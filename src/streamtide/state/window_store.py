@@ -132,18 +132,15 @@ class WindowStore(SegmentedLayoutStore):
         segments = self._open()
         return self.inner.get(self._entry_key(segments, key_bytes, window_start))
 
-    def _fetch_raw(self, key: Any, time_from: int, time_to: int) -> Iterator[tuple[bytes, bytes]]:
-        """The stored entries of the key's live windows starting in ``[time_from, time_to]``."""
-        return self._fetch_raw_bytes(self._key_bytes(key), time_from, time_to)
-
-    def _fetch_raw_bytes(
-        self, key_bytes: bytes, time_from: int, time_to: int
+    def _fetch_raw(
+        self, key_bytes: bytes, time_from: int, time_to: int, now: int | None = None
     ) -> Iterator[tuple[bytes, bytes]]:
-        """``_fetch_raw`` of a serialized key."""
+        """The stored entries of the serialized key's windows starting in ``[time_from,
+        time_to]`` that are live at stream time ``now`` (default: the task's current one)."""
         segments = self._open()
         encoded = encode_key(key_bytes)
-        low_start = max(time_from, segments.live_from())
-        for segment in segments.live_segments(time_from, time_to):
+        low_start = max(time_from, segments.live_from(now))
+        for segment in segments.live_segments(time_from, time_to, now):
             prefix = segments.prefix(segment) + encoded
             low, high = prefix + encode_long(low_start), prefix + encode_long(time_to)
             yield from self.inner.range(low, high)
@@ -152,7 +149,8 @@ class WindowStore(SegmentedLayoutStore):
         self, key: Any, time_from: int = MIN_LONG, time_to: int = MAX_LONG
     ) -> list[tuple[Windowed, Any]]:
         """The key's live windows whose start is in ``[time_from, time_to]``, by start."""
-        return [self._decode(k, v) for k, v in self._fetch_raw(key, time_from, time_to)]
+        raw = self._fetch_raw(self._key_bytes(key), time_from, time_to)
+        return [self._decode(k, v) for k, v in raw]
 
     def fetch_all(
         self, time_from: int = MIN_LONG, time_to: int = MAX_LONG
@@ -207,7 +205,18 @@ class TimestampedWindowStore(WindowStore):
         deserialize = self.value_serde.deserialize_with_timestamp  # type: ignore[union-attr]
         return [
             (decode_long(k, len(k) - 8), deserialize(v))
-            for k, v in self._fetch_raw(key, time_from, time_to)
+            for k, v in self._fetch_raw(self._key_bytes(key), time_from, time_to)
+        ]
+
+    def fetch_stored(
+        self, key_bytes: bytes, time_from: int, time_to: int, now: int
+    ) -> list[tuple[int, bytes]]:
+        """``(window start, stored bytes)`` of a serialized key's windows starting in
+        ``[time_from, time_to]`` that are live at stream time ``now``, by start: an operator
+        reads a key's windows once per batch and decodes them itself."""
+        return [
+            (decode_long(k, len(k) - 8), v)
+            for k, v in self._fetch_raw(key_bytes, time_from, time_to, now)
         ]
 
     def put_with_timestamp(self, key: Any, window_start: int, value: Any, timestamp: int) -> None:
