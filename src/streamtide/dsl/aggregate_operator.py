@@ -12,14 +12,20 @@ cannot alter what was already emitted; values the serde gives back exactly, such
 are kept as they are). Before ``process_batch`` returns, each changed key's last aggregate is
 written to the store, in the order the keys first changed: the store's write buffer (and so
 the changelog) then holds what per-record puts would have left.
+
+Old values: when a table operator below asks for them (a ``filter``, which then forwards a
+tombstone only for a key that passed before: Kafka's KTableFilter), each update is emitted as
+``Change(new, old)`` with a copy of its own of the previous aggregate; through the record
+cache, ``old`` is the value the key's last flushed update had.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.cache import EmitCache, emit_as_batch
+from streamtide.dsl.change import Change
 from streamtide.dsl.kept import UNREAD, KeptState
 from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.processor import drops
@@ -28,6 +34,9 @@ from streamtide.processor.column_batch import ColumnBatch
 from streamtide.processor.operator import ColumnOperator
 from streamtide.record import Record
 from streamtide.state.timestamped import decode, encode
+
+if TYPE_CHECKING:
+    from streamtide.dsl.table_view import TableOrigin
 
 #: A key's aggregate in memory: its serialized key, the serialized aggregate (None: absent),
 #: the aggregate itself when deserializing gives it back exactly (else ``UNREAD``), and the
@@ -44,8 +53,11 @@ class StreamAggregateOperator(ColumnOperator):
         initializer: Callable[[], Any] | Any,
         adder: Callable[[Any, Any, Any], Any],
         caching_allowed: bool,
+        origin: TableOrigin,
     ) -> None:
         self.store_name = store_name
+        #: updates carry the previous aggregate as ``Change(new, old)`` (a filter below asked)
+        self.send_old_values = origin.send_old_values
         self.initializer = initializer
         self.adder = adder
         self.caching_allowed = caching_allowed
@@ -86,6 +98,8 @@ class StreamAggregateOperator(ColumnOperator):
         serialize, deserialize = kept.value_serde.serialize, kept.value_serde.deserialize
         string_keys, counting, exact = kept.string_keys, kept.counting, kept.exact
         cache = self.cache if self.cache.enabled else None
+        send_old_values = self.send_old_values
+        previous = None
         out_positions: list[int] = []
         out_values: list[Any] = []
         out_timestamps: list[int] = []
@@ -112,6 +126,8 @@ class StreamAggregateOperator(ColumnOperator):
                             entry = self._load(ident, key_bytes)
                     key_bytes, raw, old, timestamp = entry
                     t = timestamps[p]
+                    if send_old_values:  # a copy of its own: the adder may change ``old``
+                        previous = None if raw is None else kept.read(raw, old)
                     if counting:
                         if raw is None:
                             new = 1
@@ -139,11 +155,12 @@ class StreamAggregateOperator(ColumnOperator):
                         t,
                     )
                     changed[ident] = None
+                    update = Change(new, previous) if send_old_values else new
                     if cache is not None:
-                        cache.emit(Record(key, new, t, headers[p]))
+                        cache.emit(Record(key, update, t, headers[p]))
                     else:
                         out_positions.append(p)
-                        out_values.append(new)
+                        out_values.append(update)
                         out_timestamps.append(t)
                 start = n
             except Exception as error:

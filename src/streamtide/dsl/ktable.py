@@ -24,6 +24,7 @@ from streamtide.dsl.suppress import SuppressProcessor
 from streamtide.dsl.suppressed import Suppressed
 from streamtide.dsl.table_state import TableOperator
 from streamtide.dsl.table_view import (
+    AggregationOrigin,
     DerivedOrigin,
     StoreOrigin,
     TableOrigin,
@@ -258,6 +259,8 @@ class KTable:
         else:
             name = builder.new_name("KTABLE-SUPPRESS-")
             store_name = builder.new_name("KTABLE-SUPPRESS-STATE-STORE-")
+        if isinstance(self.origin, AggregationOrigin):
+            self.origin.plain_child = True  # the buffer takes plain values
         wait = self.window_close_ms if suppressed.final_results else suppressed.time_limit_ms
         key_serde, value_serde = self.key_serde, self.value_serde
         windowed = self.window_close_ms is not None
