@@ -13,6 +13,7 @@ import struct
 import uuid
 import warnings
 from collections.abc import Callable
+from itertools import repeat
 from typing import Any, Generic, TypeVar
 
 from streamtide.errors import ConfigError, SerdeError
@@ -135,6 +136,16 @@ def _joined_text(items: list[bytes | None]) -> str | None:
     return text if text.count("\x00") == len(items) - 1 else None
 
 
+def _split_encoded(texts: list[str]) -> list[bytes] | None:
+    """The UTF-8 bytes of each text, encoded as one joined text (a few calls, not one per
+    text); None when a text holds a NUL itself (then the caller encodes text by text).
+    Text that cannot be encoded raises."""
+    joined = "\x00".join(texts)
+    if joined.count("\x00") != len(texts) - 1:
+        return None
+    return joined.encode("utf-8").split(b"\x00")
+
+
 def convert_each(
     many: Callable[[list[Any]], list[Any]],
     one: Callable[[Any], Any],
@@ -235,8 +246,13 @@ class StringSerde(Serde[str]):
         return bytes(data).decode("utf-8")
 
     def _to_bytes_many(self, values: list[Any]) -> list[bytes | None]:
-        if set(map(type, values)) - {str, type(None)}:
+        kinds = set(map(type, values))
+        if kinds - {str, type(None)}:
             raise TypeError("expected str")
+        if values and type(None) not in kinds:
+            encoded = _split_encoded(values)
+            if encoded is not None:
+                return encoded  # type: ignore[return-value]
         return [None if value is None else value.encode("utf-8") for value in values]
 
     def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:
@@ -363,6 +379,12 @@ class JsonSerde(Serde[Any]):
         dumps = _JSON_ENCODER.encode
         if _JSON_ONE_SHOT is not None:
             one_shot, join = _JSON_ONE_SHOT, "".join
+            if values and None not in values:
+                # every value's text in one C loop, encoded as one text: JSON text of ASCII
+                # output holds no NUL (it is escaped), so the split gives back each value
+                encoded = _split_encoded(list(map(join, map(one_shot, values, repeat(0)))))
+                if encoded is not None:
+                    return encoded  # type: ignore[return-value]
             return [
                 None if value is None else join(one_shot(value, 0)).encode("utf-8")
                 for value in values
@@ -375,6 +397,12 @@ class JsonSerde(Serde[Any]):
         scan, decode = _JSON_DECODER.scan_once, _JSON_DECODER.decode
         text = _joined_text(items)
         if text is not None:
+            # the common case in C loops: each text scanned whole as one value (a scan that
+            # fails ends the map early, a value with space around it ends short of its text)
+            texts = text.split("\x00")
+            scanned = list(map(scan, texts, repeat(0)))
+            if len(scanned) == len(texts) and [end for _, end in scanned] == list(map(len, texts)):
+                return [value for value, _ in scanned]
             # one scan per value through the joined text (decoded once); no value can run
             # into the next one: the NUL between them is invalid JSON wherever it appears
             size = len(text)

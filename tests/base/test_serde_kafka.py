@@ -203,3 +203,34 @@ def test_column_paths_raise_the_value_by_value_errors() -> None:
         Serdes.integer().deserialize_many([bytes(4), bytes(8)])
     with pytest.raises(SerdeError, match="integer serde cannot serialize True"):
         Serdes.integer().serialize_many([1, True])
+
+
+@pytest.mark.parametrize(
+    "make,values",
+    [
+        (Serdes.string, ["a", "", "ü€", "with\x00nul", "b"]),
+        (Serdes.string, ["a", "", "ü€"]),
+        (Serdes.json, [{"b": 1, "a": [1.5, "x\x00y"]}, 7, "s", [], None, {"k": None}]),
+        (Serdes.json, [{"b": 1, "a": [1.5, "x\x00y"]}, 7, "s", [], {"k": None}, 1e16]),
+    ],
+)
+def test_text_column_paths_match_value_by_value(make, values) -> None:
+    """Strings and JSON are encoded and decoded as one joined text; a NUL inside a value,
+    a None or an item with space around its JSON value takes the item-by-item path."""
+    serde = make()
+    encoded = serde.serialize_many(values)
+    assert encoded == [serde.serialize(v) for v in values]
+    assert serde.deserialize_many(encoded) == [serde.deserialize(b) for b in encoded]
+
+
+def test_json_column_decoding_takes_each_item_whole() -> None:
+    json = Serdes.json()
+    assert json.deserialize_many([b"1", b" 2 ", b'{"a":3}']) == [1, 2, {"a": 3}]
+    with pytest.raises(SerdeError):  # no value runs into the next
+        json.deserialize_many([b"[1", b"2]"])
+    with pytest.raises(SerdeError):
+        json.deserialize_many([b"1", b"2 3"])
+    with pytest.raises(SerdeError, match="cannot serialize"):
+        json.serialize_many([1, {1, 2}])
+    with pytest.raises(SerdeError):
+        Serdes.string().serialize_many(["a", "\ud800"])

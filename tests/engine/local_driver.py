@@ -10,6 +10,7 @@ from typing import Any
 from streamtide.config import StreamsConfig
 from streamtide.engine.app_dir import AppDirectory, app_dir_for
 from streamtide.engine.committer import BatchCommitter, StageResult
+from streamtide.engine.global_offsets import global_ends
 from streamtide.engine.kafka_committer import KafkaBatchCommitter
 from streamtide.engine.plan import Stage, make_plan
 from streamtide.engine.protocol import CommitRecord, Ranges, resume_batch
@@ -38,6 +39,7 @@ class LocalDriver:
             self.committer.fence_tasks(t for stage in self.stages for t in stage.task_ids)
         self.batch = resume_batch(last)
         self.states: dict[str, dict[str, Any]] = dict(last.tasks) if last else {}
+        self.global_ends: dict[str, list[int]] = {}
 
     def lag(self) -> int:
         total = 0
@@ -53,6 +55,8 @@ class LocalDriver:
     def run_batch(self) -> int:
         """Run and commit one batch; returns the batch number."""
         batch = self.batch
+        app = self.config.application_id
+        self.global_ends = global_ends(self.app_dir, self.log, self.topology, app, batch)
         for stage in self.stages:
             sinks = [
                 self.topology.resolve_topic(t, self.config.application_id)
@@ -112,6 +116,7 @@ class LocalDriver:
                 ActiveSpec(t, {k: list(r) for k, r in ranges[t].items()}, self.states.get(t, {}))
                 for t in stage.task_ids
             ],
+            global_ends=self.global_ends,
         )
         spec = WorkUnitSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
         report = run_work_unit(self.topology, self.config, self.log, spec, make_task_stores)

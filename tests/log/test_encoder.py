@@ -52,3 +52,15 @@ def test_rows_a_serde_refuses_are_reported_and_take_no_round_robin_turn() -> Non
     assert list(encoded.errors) == [1] and encoded.serde_failed == {1}
     assert isinstance(encoded.errors[1], SerdeError)
     assert [encoded.partitions[0], encoded.partitions[2]] == [0, 1]
+
+
+def test_a_batch_of_new_keys_is_partitioned_as_key_by_key() -> None:
+    """A key that repeats among a batch's new keys, keyless rows among them, and a later
+    batch over the cached keys all get the partitions of the one-key-at-a-time path."""
+    keys = ["a", "b", None, "a", "c", None, "b"]
+    encoder, single = TopicEncoder(STRING, STRING), TopicEncoder(STRING, STRING)
+    first = encoder.encode(keys, ["v"] * len(keys), 3).partitions
+    assert first == [single.encode([k], ["v"], 3).partitions[0] for k in keys]
+    assert encoder.encode(keys, ["v"] * len(keys), 3).partitions == [
+        single.encode([k], ["v"], 3).partitions[0] for k in keys
+    ]

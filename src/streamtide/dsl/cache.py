@@ -81,6 +81,14 @@ class EmitCache:
             return
         pending[key] = record
 
+    @property
+    def pending(self) -> dict[Hashable, Any]:
+        """The pending updates in emit order, until the next flush replaces them: an operator
+        updating many windows puts ``emit_window``'s entries here itself, as ``(key, start,
+        end) -> (key, start, end, value, timestamp, headers, created)`` (moving an updated key
+        to the end), with no call per update."""
+        return self._pending
+
     def emit_window(
         self,
         key: Any,

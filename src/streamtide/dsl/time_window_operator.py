@@ -34,17 +34,24 @@ from streamtide.processor import drops
 from streamtide.processor.api import ProcessorContext
 from streamtide.processor.column_batch import ColumnBatch, EmittedRows
 from streamtide.processor.operator import ColumnOperator
-from streamtide.record import Record
 from streamtide.state.timestamped import decode, encode
 from streamtide.window import Window, Windowed
 
-#: A window's aggregate in memory: serialized (None: absent), itself when deserializing gives
-#: it back exactly (else ``UNREAD``), and the result's timestamp.
-Entry = tuple["bytes | None", Any, int]
+#: A window's aggregate in memory: serialized (None: not serialized yet, or absent), itself
+#: (``ABSENT``: no aggregate; ``UNREAD``: deserialize the bytes to read it), the result's
+#: timestamp, the stream time of the batch's last update (None: not updated) and the key's
+#: bytes.
+Entry = tuple["bytes | None", Any, int, "int | None", bytes]
+
+#: Stands for a window without an aggregate (none stored, or its aggregate became None).
+ABSENT: Any = object()
 
 
 class TimeWindowAggregateOperator(ColumnOperator):
     """A time-window aggregation emitting every update (see the module docstring)."""
+
+    #: whether this is the emit-final form (it emits before a row, and never per update)
+    emits_final = False
 
     def __init__(
         self,
@@ -59,10 +66,8 @@ class TimeWindowAggregateOperator(ColumnOperator):
         self.initializer = initializer
         self.aggregator = aggregator
         self.caching_allowed = caching_allowed
-        #: per (key ident, window start) of the batch: the window's aggregate
+        #: per (key ident, window start) of the batch, in the order of their last update
         self._entries: dict[tuple[Any, int], Entry] = {}
-        #: (stream time, serialized key, window start, stored value or None), in order
-        self._updates: list[tuple[int, bytes, int, bytes | None]] = []
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -73,76 +78,143 @@ class TimeWindowAggregateOperator(ColumnOperator):
             store.key_serde, store.value_serde.inner, self.initializer, self.aggregator
         )
 
-    # ---- the rule, in memory ----------------------------------------------------------------
+    # ---- reading and writing back --------------------------------------------------------
 
-    def _entry(self, ident: Any, key_bytes: bytes, start: int) -> Entry:
-        """The window's aggregate, read from the store on the batch's first row for it."""
-        entry = self._entries.get((ident, start))
-        if entry is None:
-            stored = self.store.get_stored(key_bytes, start)
-            if stored is None:
-                entry = (None, UNREAD, 0)
-            else:
-                raw, timestamp = decode(stored)
-                entry = (raw, UNREAD, timestamp)
-            self._entries[(ident, start)] = entry
+    def _read(self, ident: Any, key_bytes: bytes, start: int) -> Entry:
+        """The window's aggregate as stored, read on the batch's first row for it."""
+        stored = self.store.get_stored(key_bytes, start)
+        if stored is None:
+            entry: Entry = (None, ABSENT, 0, None, key_bytes)
+        else:
+            raw, timestamp = decode(stored)
+            entry = (raw, UNREAD, timestamp, None, key_bytes)
+        self._entries[(ident, start)] = entry
         return entry
 
-    def _add(
-        self, ident: Any, key_bytes: bytes, key: Any, value: Any, t: int, start: int, now: int
-    ) -> tuple[Any, int, bool]:
-        """Add a row to one window: the new aggregate, its timestamp, and whether the window
-        is new. Records the update; changes nothing if the aggregator raises."""
-        raw, old, timestamp = self._entry(ident, key_bytes, start)
-        kept = self._kept
-        created = raw is None
-        if created:
-            initializer = self.initializer
-            if kept.counting:
-                new = 1
-            elif initializer is NO_INITIALIZER:
-                new = value
-            else:
-                new = self.aggregator(key, value, initializer())
-        else:
-            old = kept.read(raw, old)  # type: ignore[arg-type]
-            new = old + 1 if kept.counting else self.aggregator(key, value, old)
-            if timestamp > t:
-                t = timestamp
-        raw = kept.value_serde.serialize(new)
-        self._entries[(ident, start)] = (raw, kept.keep(new), t)
-        self._updates.append((now, key_bytes, start, None if raw is None else encode(raw, t)))
-        return new, t, created
-
     def _write_back(self) -> None:
-        if self._updates:
-            self.store.write_all_at(self._updates)
-        self._updates = []
+        """Each updated window's last aggregate to the store, at the stream time of its last
+        update, in the order of the last updates. The same store and changelog as a put per
+        update: a window is overwritten in the store's write buffer, and every window this
+        operator updates is live when it is updated (retention is at least the grace period),
+        so no expiry falls between a window's updates and its last one."""
+        serialize = self._kept.value_serde.serialize
+        updates = [
+            (
+                now,
+                key_bytes,
+                start,
+                None
+                if value is ABSENT
+                else encode(serialize(value) if raw is None else raw, timestamp),  # type: ignore[arg-type]
+            )
+            for (_, start), (raw, value, timestamp, now, key_bytes) in self._entries.items()
+            if now is not None
+        ]
         self._entries.clear()
-
-    def _windows_of(self, t: int) -> list[int]:
-        """The starts of the windows containing ``t`` (a tumbling window's directly)."""
-        windows = self.windows
-        if windows.is_tumbling:
-            return [t - t % windows.size_ms]
-        return [window.start for window in windows.windows_for(t)]
+        if updates:
+            self.store.write_all_at(updates)
 
     # ---- the batch ----------------------------------------------------------------------------
 
     def process_batch(self, batch: ColumnBatch) -> None:
+        """Each row added to its windows, in one loop: the rule of the module docstring."""
         out = EmittedRows()
         counts = _DropCounts()
         keys, values, timestamps = batch.keys, batch.values, batch.timestamps
-        stream_times = batch.stream_times
+        stream_times, headers = batch.stream_times, batch.headers
+        windows = self.windows
+        size, grace, tumbling = windows.size_ms, windows.grace_ms, windows.is_tumbling
+        kept = self._kept
+        counting, string_keys = kept.counting, kept.string_keys
+        exact = kept.exact
+        deserialize, serialize = kept.value_serde.deserialize, kept.value_serde.serialize
+        initializer, aggregator = self.initializer, self.aggregator
+        entries = self._entries
+        cache = self.cache
+        pending = cache.pending if cache.enabled else None
+        final = self.emits_final
+        index = self.index if final else None
         n = len(keys)
         start = 0
         while start < n:
             p = start
             try:
                 for p in range(start, n):
-                    self._row(
-                        batch, p, keys[p], values[p], timestamps[p], stream_times[p], out, counts
-                    )
+                    key = keys[p]
+                    value = values[p]
+                    if key is None or value is None:
+                        counts.nulls += 1
+                        continue
+                    t = timestamps[p]
+                    now = stream_times[p]
+                    if final:
+                        self._emit_due(out, p, now)
+                    closed_before = now - grace
+                    if tumbling:
+                        starts: Any = (t - t % size,)
+                        if starts[0] + size <= closed_before:
+                            counts.windows += 1
+                            counts.late += 1
+                            continue
+                    else:
+                        starts = [w.start for w in windows.windows_for(t)]
+                        closed = sum(1 for s in starts if s + size <= closed_before)
+                        if closed:
+                            counts.windows += closed
+                            if closed == len(starts):
+                                counts.late += 1
+                                continue
+                            counts.expired += closed
+                    ident = key if string_keys and key.__class__ is str else kept.ident(key)[0]
+                    for s in starts:
+                        if s + size <= closed_before:
+                            continue
+                        window = (ident, s)
+                        if window in entries:
+                            raw, old, timestamp, _, key_bytes = entries[window]
+                        else:
+                            key_bytes = key.encode() if ident is key else kept.ident(key)[1]
+                            raw, old, timestamp, _, key_bytes = self._read(ident, key_bytes, s)
+                        created = old is ABSENT
+                        if created:
+                            if counting:
+                                new = 1
+                            elif initializer is NO_INITIALIZER:
+                                new = value
+                            else:
+                                new = aggregator(key, value, initializer())
+                            timestamp = t
+                        else:
+                            if old is UNREAD:
+                                old = deserialize(raw)
+                            new = old + 1 if counting else aggregator(key, value, old)
+                            if t > timestamp:
+                                timestamp = t
+                        if counting:  # an exact value: serialized once, at the write-back
+                            entry = (None, new, timestamp, now, key_bytes)
+                        else:
+                            raw = serialize(new)
+                            if raw is None:
+                                entry = (None, ABSENT, timestamp, now, key_bytes)
+                            else:
+                                kept_value = new if new.__class__ in exact else UNREAD
+                                entry = (raw, kept_value, timestamp, now, key_bytes)
+                        del entries[window]  # the last update moves to the end
+                        entries[window] = entry
+                        if final:
+                            if created:
+                                index.add(s, key_bytes)  # type: ignore[union-attr]
+                        elif pending is not None:  # the record cache: each window's latest
+                            cached = (key, s, s + size)
+                            try:
+                                if cached in pending:
+                                    del pending[cached]  # it moves to the end of the order
+                            except TypeError:  # an unhashable key
+                                cache.emit_window(key, s, s + size, new, timestamp, headers[p])
+                                continue
+                            pending[cached] = (key, s, s + size, new, timestamp, headers[p], False)
+                        else:
+                            out.add(p, Windowed(key, Window(s, s + size)), new, timestamp)
                 start = n
             except Exception as error:
                 start = self.fail(batch, p, error)
@@ -151,70 +223,21 @@ class TimeWindowAggregateOperator(ColumnOperator):
         if out.positions:
             self.emit(out.batch(batch))
 
-    def _row(
-        self,
-        batch: ColumnBatch,
-        p: int,
-        key: Any,
-        value: Any,
-        t: int,
-        now: int,
-        out: EmittedRows,
-        counts: _DropCounts,
-    ) -> None:
-        if key is None or value is None:
-            counts.nulls += 1
-            return
-        self._before(out, p, now)
-        size = self.windows.size_ms
-        closed_before = now - self.windows.grace_ms
-        starts = self._windows_of(t)
-        closed = sum(1 for s in starts if s + size <= closed_before)
-        if closed:
-            counts.windows += closed
-            if closed == len(starts):
-                counts.late += 1
-                return
-            counts.expired += closed
-        ident, key_bytes = self._kept.ident(key)
-        for s in starts:
-            if s + size <= closed_before:
-                continue
-            new, timestamp, created = self._add(ident, key_bytes, key, value, t, s, now)
-            self._updated(out, p, key, key_bytes, s, new, timestamp, created, batch.headers[p])
-
-    def _before(self, out: EmittedRows, p: int, now: int) -> None:
-        """What happens for a row before it is added (the emit-final form emits here)."""
-
-    def _updated(
-        self,
-        out: EmittedRows,
-        p: int,
-        key: Any,
-        key_bytes: bytes,
-        start: int,
-        value: Any,
-        timestamp: int,
-        created: bool,
-        headers: Any,
-    ) -> None:
-        """A window's result changed: emit the update."""
-        windowed = Windowed(key, Window(start, start + self.windows.size_ms))
-        if self.cache.enabled:
-            self.cache.emit(Record(windowed, value, timestamp, headers))
-        else:
-            out.add(p, windowed, value, timestamp)
+    def _emit_due(self, out: EmittedRows, p: int, now: int) -> None:
+        """What the emit-final form emits before a row (see ``TimeWindowFinalOperator``)."""
 
 
 class TimeWindowFinalOperator(TimeWindowAggregateOperator):
     """A time-window aggregation that emits each window once, at ``stream_time >= end +
     grace`` (see the module docstring); it never caches."""
 
+    emits_final = True
+
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.index = CloseIndex(context.get_state_store(self.store_name + INDEX_SUFFIX).inner)
 
-    def _before(self, out: EmittedRows, p: int, now: int) -> None:
+    def _emit_due(self, out: EmittedRows, p: int, now: int) -> None:
         """Emit every window that ends at or before ``stream_time - grace``."""
         windows = self.windows
         size = windows.size_ms
@@ -233,30 +256,17 @@ class TimeWindowFinalOperator(TimeWindowAggregateOperator):
         from memory when the batch updated it)."""
         entry = self._entries.get((self._kept.ident_of(key_bytes), start))
         if entry is not None:
-            raw, value, timestamp = entry
-            if raw is None:
+            raw, value, timestamp, _, _ = entry
+            if value is ABSENT:
                 return None
-            return self._kept.read(raw, value), timestamp
+            return (
+                self._kept.value_serde.deserialize(raw) if value is UNREAD else value
+            ), timestamp
         stored = self.store.get_stored(key_bytes, start)
         if stored is None:
             return None
         raw, timestamp = decode(stored)
         return self._kept.value_serde.deserialize(raw), timestamp
-
-    def _updated(
-        self,
-        out: EmittedRows,
-        p: int,
-        key: Any,
-        key_bytes: bytes,
-        start: int,
-        value: Any,
-        timestamp: int,
-        created: bool,
-        headers: Any,
-    ) -> None:
-        if created:
-            self.index.add(start, key_bytes)
 
 
 class _DropCounts:

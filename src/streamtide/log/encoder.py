@@ -102,21 +102,23 @@ class TopicEncoder:
         return encoded
 
     def _default_partitions(self, key_bytes: list[bytes | None], n: int) -> list[int]:
-        """Every row's default partition (no partitioner, plain keys, no failed row)."""
+        """Every row's default partition (no partitioner, plain keys, no failed row): each
+        distinct key hashed once, rows looked up in C loops, keyless rows round robin."""
         cache = self._cache
         if len(cache) >= _PARTITION_CACHE_SIZE:
             cache.clear()
-        out = []
-        append = out.append
-        for key in key_bytes:
-            if key is None:
-                append(self._keyless % n)
-                self._keyless += 1
-                continue
-            partition = cache.get(key)
-            if partition is None:
-                partition = cache[key] = partition_for_key(key, n)
-            append(partition)
+        out: list[Any] = list(map(cache.get, key_bytes))
+        if None not in out:
+            return out
+        for key in {key for key, found in zip(key_bytes, out) if found is None}:
+            if key is not None:
+                cache[key] = partition_for_key(key, n)
+        out = list(map(cache.get, key_bytes))
+        if None in out:
+            for row, partition in enumerate(out):
+                if partition is None:
+                    out[row] = self._keyless % n
+                    self._keyless += 1
         return out
 
     def _partitions(

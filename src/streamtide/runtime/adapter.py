@@ -211,7 +211,7 @@ class ProcessorAdapter(ColumnOperator):
 
     def _emit(self, out: ColumnBatch, forwarded: list[Forwarded]) -> None:
         routes = [child for _, _, child in forwarded]
-        if any(route is not None for route in routes):
+        if routes.count(None) != len(routes):
             self._node.emit_routed(out, routes)
         else:
             self._node.emit(out)

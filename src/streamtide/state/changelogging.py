@@ -200,6 +200,9 @@ class ChangeLoggingKeyValueBytesStore(BytesLayoutStore, KeyValueBytesStore):
     def get(self, key: bytes) -> bytes | None:
         if self._clean:
             return self.inner.get(key)
+        written = self._writes.latest
+        if key in written:  # a key the batch wrote: no call on a task's hottest read
+            return written[key]
         found, value = self._writes.lookup(key)  # (an empty buffer answers at once)
         if found:
             return value
@@ -248,7 +251,10 @@ class ChangeLoggingKeyValueBytesStore(BytesLayoutStore, KeyValueBytesStore):
 
     def put(self, key: bytes, value: bytes | None) -> None:
         if self._buffering:
-            self._check_writable(key)
+            if key is None:  # (``_check_writable`` inlined: a put is on every record's path)
+                raise self._none_key_error()
+            if not self.inner.is_open:
+                raise StoreError(f"store {self.name!r} is not open")
             self._writes.put(key, value)
             self._clean = False
         else:

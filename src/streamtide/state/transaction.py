@@ -25,10 +25,11 @@ class WriteBuffer:
     are inserted into the sorted list, many are sorted in with it at once.
     """
 
-    __slots__ = ("_new", "_ranges", "_sorted", "_values")
+    __slots__ = ("_new", "_ranges", "_sorted", "latest")
 
     def __init__(self) -> None:
-        self._values: dict[bytes, bytes | None] = {}
+        #: the latest value of every key written (None: a tombstone); read it, write with put
+        self.latest: dict[bytes, bytes | None] = {}
         self._sorted: list[bytes] = []
         self._new: list[bytes] = []  # keys added since ``_sorted`` was last brought up to date
         self._ranges: list[RangeDelete] = []
@@ -50,10 +51,10 @@ class WriteBuffer:
 
     def __len__(self) -> int:
         """How many changelog records replaying the buffer takes."""
-        return len(self._values) + len(self._ranges)
+        return len(self.latest) + len(self._ranges)
 
     def __bool__(self) -> bool:
-        return bool(self._values) or bool(self._ranges)
+        return bool(self.latest) or bool(self._ranges)
 
     @property
     def range_deletes(self) -> list[RangeDelete]:
@@ -62,25 +63,25 @@ class WriteBuffer:
     def columns(self) -> tuple[list[bytes], list[bytes | None]]:
         """Buffered keys in key order and their values (None: tombstone), as two lists."""
         keys = list(self._keys)
-        values = self._values
+        values = self.latest
         return keys, [values[key] for key in keys]
 
     def items(self) -> list[tuple[bytes, bytes | None]]:
         """Buffered keys in key order with their value (None: tombstone)."""
-        values = self._values
+        values = self.latest
         return [(key, values[key]) for key in self._keys]
 
     # ---- writing -------------------------------------------------------------------------
 
     def put(self, key: bytes, value: bytes | None) -> None:
-        values = self._values
+        values = self.latest
         if key not in values:
             self._new.append(key)
         values[key] = value
 
     def put_many(self, entries: list[tuple[bytes, bytes | None]]) -> None:
         """``put`` of every entry, in order."""
-        values = self._values
+        values = self.latest
         new = self._new
         for key, value in entries:
             if key not in values:
@@ -95,7 +96,7 @@ class WriteBuffer:
         lo = bisect.bisect_left(keys, begin)
         hi = len(keys) if to_key is None else bisect.bisect_left(keys, to_key)
         for key in keys[lo:hi]:
-            del self._values[key]
+            del self.latest[key]
         del keys[lo:hi]
         self._ranges.append((begin, to_key))
 
@@ -107,7 +108,7 @@ class WriteBuffer:
             self.put(key, value)
 
     def clear(self) -> None:
-        self._values.clear()
+        self.latest.clear()
         self._sorted.clear()
         self._new.clear()
         self._ranges.clear()
@@ -121,7 +122,7 @@ class WriteBuffer:
     def lookup(self, key: bytes) -> tuple[bool, bytes | None]:
         """``(True, value)`` if the buffer decides what ``key`` reads (value None: deleted),
         ``(False, None)`` if the store below does."""
-        values = self._values
+        values = self.latest
         if key in values:
             return True, values[key]
         if self._ranges and self.covered(key):
@@ -143,7 +144,7 @@ class WriteBuffer:
         hi = len(keys) if to_key is None else bisect.bisect_right(keys, to_key)
         if lo >= hi and not self._ranges:
             return below
-        values = self._values
+        values = self.latest
         mine = [(key, values[key]) for key in keys[lo:hi]]
         if reverse:
             mine.reverse()

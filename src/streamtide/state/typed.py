@@ -7,7 +7,7 @@ from itertools import islice
 from typing import Any
 
 from streamtide.errors import SerdeError, StoreError
-from streamtide.serde import Serde
+from streamtide.serde import Serde, StringSerde
 from streamtide.state.api import KeyValueBytesStore, KeyValueStore
 from streamtide.state.layout import SerdeLayoutStore
 from streamtide.state.timestamped import ValueAndTimestamp
@@ -35,14 +35,25 @@ class SerdeKeyValueStore(SerdeLayoutStore, KeyValueStore[Any, Any]):
         return self
 
     def get(self, key: Any) -> Any:
-        if key is None:  # (``_key_bytes`` inlined: a store read is on every record's path)
-            raise self._none_key_error()
-        return self.value_serde.deserialize(self.inner.get(self.key_serde.serialize(key)))  # type: ignore[union-attr]
+        # (a string key encoded inline: a store read is on every record's path)
+        if key.__class__ is str and self.key_serde.__class__ is StringSerde:
+            try:
+                key_bytes = key.encode("utf-8")
+            except UnicodeError:
+                key_bytes = self._key_bytes(key)  # the serde's own error
+        else:
+            key_bytes = self._key_bytes(key)
+        return self.value_serde.deserialize(self.inner.get(key_bytes))  # type: ignore[union-attr]
 
     def put(self, key: Any, value: Any) -> None:
-        if key is None:
-            raise self._none_key_error()
-        self.inner.put(self.key_serde.serialize(key), self.value_serde.serialize(value))  # type: ignore[union-attr]
+        if key.__class__ is str and self.key_serde.__class__ is StringSerde:
+            try:
+                key_bytes = key.encode("utf-8")
+            except UnicodeError:
+                key_bytes = self._key_bytes(key)
+        else:
+            key_bytes = self._key_bytes(key)
+        self.inner.put(key_bytes, self.value_serde.serialize(value))  # type: ignore[union-attr]
 
     def put_if_absent(self, key: Any, value: Any) -> Any:
         existing = self.inner.put_if_absent(
