@@ -41,6 +41,7 @@ from streamtide.log.api import SegmentRef
 from streamtide.runtime.state_factory import make_task_stores
 from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
 
+
 def _config(root: Path, operation: str, profile: bool) -> StreamsConfig:
     name = f"wu-{operation}{'-profiled' if profile else ''}"
     return StreamsConfig(
