@@ -26,22 +26,17 @@ from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.cache import EmitCache, emit_as_batch
 from streamtide.dsl.change import Change
-from streamtide.dsl.kept import UNREAD, KeptState
+from streamtide.dsl.kept import UNREAD
 from streamtide.dsl.processors import NO_INITIALIZER
+from streamtide.dsl.table_state import KeptTable
 from streamtide.processor import drops
 from streamtide.processor.api import ProcessorContext
 from streamtide.processor.column_batch import ColumnBatch
 from streamtide.processor.operator import ColumnOperator
 from streamtide.record import Record
-from streamtide.state.timestamped import decode, encode
 
 if TYPE_CHECKING:
     from streamtide.dsl.table_view import TableOrigin
-
-#: A key's aggregate in memory: its serialized key, the serialized aggregate (None: absent),
-#: the aggregate itself when deserializing gives it back exactly (else ``UNREAD``), and the
-#: result's timestamp.
-Entry = tuple[bytes, "bytes | None", Any, int]
 
 
 class StreamAggregateOperator(ColumnOperator):
@@ -61,29 +56,13 @@ class StreamAggregateOperator(ColumnOperator):
         self.initializer = initializer
         self.adder = adder
         self.caching_allowed = caching_allowed
-        #: per key of the batch (its text for string keys, else its bytes)
-        self._entries: dict[Any, Entry] = {}
-        #: the keys whose aggregate changed in this batch, in the order they first did
-        self._changed: dict[Any, None] = {}
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.store = store = context.get_state_store(self.store_name)
         self.cache = EmitCache(context, self.caching_allowed, emit_as_batch(self))
-        # the aggregate's serde is the store's without timestamps
-        self._kept = KeptState(
-            store.key_serde, store.value_serde.inner, self.initializer, self.adder
-        )
-
-    def _load(self, ident: Any, key_bytes: bytes) -> Entry:
-        stored = self.store.inner.get(key_bytes)
-        if stored is None:
-            entry: Entry = (key_bytes, None, UNREAD, 0)
-        else:
-            raw, timestamp = decode(stored)
-            entry = (key_bytes, raw, UNREAD, timestamp)
-        self._entries[ident] = entry
-        return entry
+        # keys by identity, aggregates serialized by the store's serde without timestamps
+        self.table = KeptTable(store, self.initializer, self.adder)
 
     def process_batch(self, batch: ColumnBatch) -> None:
         keys, values, timestamps, headers = (
@@ -92,9 +71,10 @@ class StreamAggregateOperator(ColumnOperator):
             batch.timestamps,
             batch.headers,
         )
-        entries, changed = self._entries, self._changed
+        table = self.table
+        entries, changed, load = table.entries, table.changed, table.load
         initializer, adder = self.initializer, self.adder
-        kept = self._kept
+        kept = table.kept
         serialize, deserialize = kept.value_serde.serialize, kept.value_serde.deserialize
         string_keys, counting, exact = kept.string_keys, kept.counting, kept.exact
         cache = self.cache if self.cache.enabled else None
@@ -118,12 +98,12 @@ class StreamAggregateOperator(ColumnOperator):
                         ident = key
                         entry = entries.get(ident)
                         if entry is None:
-                            entry = self._load(ident, key.encode("utf-8"))
+                            entry = load(ident, key.encode("utf-8"))
                     else:
                         ident, key_bytes = kept.ident(key)
                         entry = entries.get(ident)
                         if entry is None:
-                            entry = self._load(ident, key_bytes)
+                            entry = load(ident, key_bytes)
                     key_bytes, raw, old, timestamp = entry
                     t = timestamps[p]
                     if send_old_values:  # a copy of its own: the adder may change ``old``
@@ -167,7 +147,7 @@ class StreamAggregateOperator(ColumnOperator):
                 start = self.fail(batch, p, error)
         if nulls:
             drops.record_drops(self.context.metrics, drops.NULL_KEY_OR_VALUE, nulls)
-        self._write_back()
+        table.write_back()
         if out_positions:
             self.emit(
                 batch.derive(
@@ -177,15 +157,3 @@ class StreamAggregateOperator(ColumnOperator):
                     out_timestamps,
                 )
             )
-
-    def _write_back(self) -> None:
-        """Each changed key's last aggregate to the store (see the module docstring)."""
-        entries = self._entries
-        if self._changed:
-            writes = []
-            for ident in self._changed:
-                key_bytes, raw, _, timestamp = entries[ident]
-                writes.append((key_bytes, None if raw is None else encode(raw, timestamp)))
-            self.store.inner.put_all(writes)
-        entries.clear()
-        self._changed.clear()

@@ -1,18 +1,20 @@
 """The entries of a table's timestamped key-value store that one batch touches, read once and
 written back once.
 
-Table operators (``dsl.table_source``, ``dsl.ktable``, ``dsl.kgrouped_table``) read a key's
-stored value and timestamp on the batch's first row of that key, keep it in memory as the
-store holds it (serialized, beside the value itself when the serde gives it back exactly:
-``dsl.kept``), and hand every read a fresh copy, as a store read record by record would. A
-row's new value is serialized when the row is processed (a value that cannot be serialized
-fails that row, as its ``put`` would) and each changed key's last value is written before the
-batch is handed on, in the order the keys first changed: the store's write buffer (and so its
+Table operators (``dsl.table_source``, ``dsl.ktable``, ``dsl.kgrouped_table``) and the
+key-value stream aggregation (``dsl.aggregate_operator``) read a key's stored value and
+timestamp on the batch's first row of that key, keep it in memory as the store holds it
+(serialized, beside the value itself when the serde gives it back exactly: ``dsl.kept``),
+and hand every read a fresh copy, as a store read record by record would. A row's new value
+is serialized when the row is processed (a value that cannot be serialized fails that row,
+as its ``put`` would) and each changed key's last value is written before the batch is
+handed on, in the order the keys first changed: the store's write buffer (and so its
 changelog) then holds what per-record puts would have left.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.kept import UNREAD, KeptState
@@ -29,28 +31,41 @@ Entry = tuple[bytes, "bytes | None", Any, int]
 
 
 class KeptTable:
-    """A batch's view of one timestamped key-value store (see the module docstring)."""
+    """A batch's view of one timestamped key-value store (see the module docstring).
 
-    def __init__(self, store: Any) -> None:
+    ``entries`` (by key identity) and ``changed`` are open to an operator's own hot loop
+    (``dsl.aggregate_operator``), which reads them directly and ``load``s a missing key."""
+
+    def __init__(
+        self,
+        store: Any,
+        initializer: Callable[[], Any] | Any = None,
+        aggregator: Callable[[Any, Any, Any], Any] | None = None,
+    ) -> None:
         self.store = store
-        self._kept = KeptState(store.key_serde, store.value_serde.inner)
-        self._serialize = self._kept.value_serde.serialize
-        self._entries: dict[Any, Entry] = {}
+        self.kept = KeptState(store.key_serde, store.value_serde.inner, initializer, aggregator)
+        self._serialize = self.kept.value_serde.serialize
+        self.entries: dict[Any, Entry] = {}
         #: the keys whose value changed in this batch, in the order they first did
-        self._changed: dict[Any, None] = {}
+        self.changed: dict[Any, None] = {}
+
+    def load(self, ident: Any, key_bytes: bytes) -> Entry:
+        """Read a key the batch has not read yet (``ident``: its identity) from the store."""
+        stored = self.store.inner.get(key_bytes)
+        if stored is None:
+            entry: Entry = (key_bytes, None, UNREAD, 0)
+        else:
+            raw, timestamp = decode(stored)
+            entry = (key_bytes, raw, UNREAD, timestamp)
+        self.entries[ident] = entry
+        return entry
 
     def entry(self, key: Any) -> tuple[Any, Entry]:
         """The key's identity and its entry (read from the store on its first use)."""
-        ident, key_bytes = self._kept.ident(key)
-        entry = self._entries.get(ident)
+        ident, key_bytes = self.kept.ident(key)
+        entry = self.entries.get(ident)
         if entry is None:
-            stored = self.store.inner.get(key_bytes)
-            if stored is None:
-                entry = (key_bytes, None, UNREAD, 0)
-            else:
-                raw, timestamp = decode(stored)
-                entry = (key_bytes, raw, UNREAD, timestamp)
-            self._entries[ident] = entry
+            entry = self.load(ident, key_bytes)
         return ident, entry
 
     def value(self, entry: Entry) -> Any:
@@ -58,30 +73,30 @@ class KeptTable:
         raw = entry[1]
         if raw is None:
             return None
-        return self._kept.read(raw, entry[2])
+        return self.kept.read(raw, entry[2])
 
     def put(self, ident: Any, entry: Entry, value: Any, timestamp: int) -> None:
         """The key's new value (None deletes it) with its timestamp, serialized now."""
         raw = self._serialize(value)
-        self._entries[ident] = (
+        self.entries[ident] = (
             entry[0],
             raw,
-            UNREAD if raw is None else self._kept.keep(value),
+            UNREAD if raw is None else self.kept.keep(value),
             timestamp,
         )
-        self._changed[ident] = None
+        self.changed[ident] = None
 
     def write_back(self) -> None:
         """Each changed key's last value to the store; forget the batch's entries."""
-        entries = self._entries
-        if self._changed:
+        entries = self.entries
+        if self.changed:
             writes = []
-            for ident in self._changed:
+            for ident in self.changed:
                 key_bytes, raw, _, timestamp = entries[ident]
                 writes.append((key_bytes, None if raw is None else encode(raw, timestamp)))
             self.store.inner.put_all(writes)
         entries.clear()
-        self._changed.clear()
+        self.changed.clear()
 
 
 class TableOperator(ColumnOperator):
