@@ -12,27 +12,31 @@ cannot alter what was already emitted; values the serde gives back exactly, such
 are kept as they are). Before ``process_batch`` returns, each changed key's last aggregate is
 written to the store, in the order the keys first changed: the store's write buffer (and so
 the changelog) then holds what per-record puts would have left.
+
+Old values: when a table operator below asks for them (a ``filter``, which then forwards a
+tombstone only for a key that passed before: Kafka's KTableFilter), each update is emitted as
+``Change(new, old)`` with a copy of its own of the previous aggregate; through the record
+cache, ``old`` is the value the key's last flushed update had.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.cache import EmitCache, emit_as_batch
-from streamtide.dsl.kept import UNREAD, KeptState
+from streamtide.dsl.change import Change
+from streamtide.dsl.kept import UNREAD
 from streamtide.dsl.processors import NO_INITIALIZER
+from streamtide.dsl.table_state import KeptTable
 from streamtide.processor import drops
 from streamtide.processor.api import ProcessorContext
 from streamtide.processor.column_batch import ColumnBatch
 from streamtide.processor.operator import ColumnOperator
 from streamtide.record import Record
-from streamtide.state.timestamped import decode, encode
 
-#: A key's aggregate in memory: its serialized key, the serialized aggregate (None: absent),
-#: the aggregate itself when deserializing gives it back exactly (else ``UNREAD``), and the
-#: result's timestamp.
-Entry = tuple[bytes, "bytes | None", Any, int]
+if TYPE_CHECKING:
+    from streamtide.dsl.table_view import TableOrigin
 
 
 class StreamAggregateOperator(ColumnOperator):
@@ -44,34 +48,21 @@ class StreamAggregateOperator(ColumnOperator):
         initializer: Callable[[], Any] | Any,
         adder: Callable[[Any, Any, Any], Any],
         caching_allowed: bool,
+        origin: TableOrigin,
     ) -> None:
         self.store_name = store_name
+        #: updates carry the previous aggregate as ``Change(new, old)`` (a filter below asked)
+        self.send_old_values = origin.send_old_values
         self.initializer = initializer
         self.adder = adder
         self.caching_allowed = caching_allowed
-        #: per key of the batch (its text for string keys, else its bytes)
-        self._entries: dict[Any, Entry] = {}
-        #: the keys whose aggregate changed in this batch, in the order they first did
-        self._changed: dict[Any, None] = {}
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.store = store = context.get_state_store(self.store_name)
         self.cache = EmitCache(context, self.caching_allowed, emit_as_batch(self))
-        # the aggregate's serde is the store's without timestamps
-        self._kept = KeptState(
-            store.key_serde, store.value_serde.inner, self.initializer, self.adder
-        )
-
-    def _load(self, ident: Any, key_bytes: bytes) -> Entry:
-        stored = self.store.inner.get(key_bytes)
-        if stored is None:
-            entry: Entry = (key_bytes, None, UNREAD, 0)
-        else:
-            raw, timestamp = decode(stored)
-            entry = (key_bytes, raw, UNREAD, timestamp)
-        self._entries[ident] = entry
-        return entry
+        # keys by identity, aggregates serialized by the store's serde without timestamps
+        self.table = KeptTable(store, self.initializer, self.adder)
 
     def process_batch(self, batch: ColumnBatch) -> None:
         keys, values, timestamps, headers = (
@@ -80,12 +71,15 @@ class StreamAggregateOperator(ColumnOperator):
             batch.timestamps,
             batch.headers,
         )
-        entries, changed = self._entries, self._changed
+        table = self.table
+        entries, changed, load = table.entries, table.changed, table.load
         initializer, adder = self.initializer, self.adder
-        kept = self._kept
+        kept = table.kept
         serialize, deserialize = kept.value_serde.serialize, kept.value_serde.deserialize
         string_keys, counting, exact = kept.string_keys, kept.counting, kept.exact
         cache = self.cache if self.cache.enabled else None
+        send_old_values = self.send_old_values
+        previous = None
         out_positions: list[int] = []
         out_values: list[Any] = []
         out_timestamps: list[int] = []
@@ -104,14 +98,16 @@ class StreamAggregateOperator(ColumnOperator):
                         ident = key
                         entry = entries.get(ident)
                         if entry is None:
-                            entry = self._load(ident, key.encode("utf-8"))
+                            entry = load(ident, key.encode("utf-8"))
                     else:
                         ident, key_bytes = kept.ident(key)
                         entry = entries.get(ident)
                         if entry is None:
-                            entry = self._load(ident, key_bytes)
+                            entry = load(ident, key_bytes)
                     key_bytes, raw, old, timestamp = entry
                     t = timestamps[p]
+                    if send_old_values:  # a copy of its own: the adder may change ``old``
+                        previous = None if raw is None else kept.read(raw, old)
                     if counting:
                         if raw is None:
                             new = 1
@@ -139,18 +135,19 @@ class StreamAggregateOperator(ColumnOperator):
                         t,
                     )
                     changed[ident] = None
+                    update = Change(new, previous) if send_old_values else new
                     if cache is not None:
-                        cache.emit(Record(key, new, t, headers[p]))
+                        cache.emit(Record(key, update, t, headers[p]))
                     else:
                         out_positions.append(p)
-                        out_values.append(new)
+                        out_values.append(update)
                         out_timestamps.append(t)
                 start = n
             except Exception as error:
                 start = self.fail(batch, p, error)
         if nulls:
             drops.record_drops(self.context.metrics, drops.NULL_KEY_OR_VALUE, nulls)
-        self._write_back()
+        table.write_back()
         if out_positions:
             self.emit(
                 batch.derive(
@@ -160,15 +157,3 @@ class StreamAggregateOperator(ColumnOperator):
                     out_timestamps,
                 )
             )
-
-    def _write_back(self) -> None:
-        """Each changed key's last aggregate to the store (see the module docstring)."""
-        entries = self._entries
-        if self._changed:
-            writes = []
-            for ident in self._changed:
-                key_bytes, raw, _, timestamp = entries[ident]
-                writes.append((key_bytes, None if raw is None else encode(raw, timestamp)))
-            self.store.inner.put_all(writes)
-        entries.clear()
-        self._changed.clear()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from streamtide.dsl.change import Change
 from streamtide.processor.api import ProcessorContext
 from streamtide.processor.column_batch import ColumnBatch
 from streamtide.processor.operator import ColumnOperator
@@ -27,6 +28,10 @@ class EmitCache:
     test driver) and the operator's ``Materialized`` did not disable it. Flushed updates are
     emitted in the order their keys were last updated: handed to ``deliver`` as one list
     (a column operator emits them as a batch), by default forwarded one by one.
+
+    A table update that carries its old value (``Change(new, old)``) keeps, while it waits,
+    the old value of the key's first update since the last flush: the value that flush
+    emitted, as Kafka's caching store sends it.
 
     An update marked ``created`` introduces a key that no earlier flush emitted (a new session
     window); if a tombstone for that key follows before the next flush, both vanish: a key
@@ -58,10 +63,17 @@ class EmitCache:
             window = key.window
             key = (key.key, window.start, window.end)
         try:
-            pending.pop(key, None)  # the last update moves to the end of the emit order
+            previous = pending.pop(key, None)  # the last update moves to the end of the order
         except TypeError:  # an unhashable key (a dict, a list): use a stand-in
             key = _cache_key(key)
-            pending.pop(key, None)
+            previous = pending.pop(key, None)
+        if (
+            previous is not None
+            and record.value.__class__ is Change
+            and previous.value.__class__ is Change
+        ):
+            # the old value of what the flush emits is what the last flush emitted
+            record = record.with_value(Change(record.value.new, previous.value.old))
         if created:
             self._created.add(key)
         elif record.value is None and key in self._created:

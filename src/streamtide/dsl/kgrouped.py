@@ -9,6 +9,7 @@ from streamtide.dsl.aggregate_operator import StreamAggregateOperator
 from streamtide.dsl.ktable import KTable
 from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
 from streamtide.dsl.processors import NO_INITIALIZER, count_aggregator, count_initializer
+from streamtide.dsl.table_view import AggregationOrigin
 from streamtide.serde import Serde, Serdes
 from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 
@@ -68,13 +69,14 @@ class KGroupedStream:
         )
         topology = self.builder.topology
         caching = materialized.caching_enabled
+        origin = AggregationOrigin(store_name)
         topology.add_processor(
             node,
-            lambda: StreamAggregateOperator(store_name, initializer, adder, caching),
+            lambda: StreamAggregateOperator(store_name, initializer, adder, caching, origin),
             source.node,
         )
         topology.add_state_store(store, node)
-        return KTable(self.builder, node, store_name, key_serde, value_serde)
+        return KTable(self.builder, node, store_name, key_serde, value_serde, origin=origin)
 
     def count(
         self, materialized: Materialized | None = None, named: Named | str | None = None

@@ -15,13 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamtide.dsl.change import Change, ChangeSerde, as_change
+from streamtide.dsl.change import Change, ChangeSerde
 from streamtide.dsl.params import Grouped, Materialized, Named, ensure_callable, named_of
 from streamtide.dsl.processors import NO_INITIALIZER
-from streamtide.dsl.table_view import MaterializedOrigin, TableProcessor, table_store
+from streamtide.dsl.table_state import KeptTable, TableOperator
+from streamtide.dsl.table_view import MaterializedOrigin, table_store
 from streamtide.errors import StreamsProcessingError, TopologyError
-from streamtide.processor.api import Processor
-from streamtide.record import Record
+from streamtide.processor.column_batch import ColumnBatch, EmittedRows
+from streamtide.processor.operator import ColumnOperator
 from streamtide.serde import Serde, Serdes
 
 if TYPE_CHECKING:
@@ -29,8 +30,9 @@ if TYPE_CHECKING:
     from streamtide.dsl.ktable import KTable
 
 
-class RegroupProcessor(Processor):
-    """Maps a table update to the update(s) of its group(s) (Kafka's KTableRepartitionMap)."""
+class RegroupOperator(ColumnOperator):
+    """Maps a table update to the update(s) of its group(s) (Kafka's KTableRepartitionMap):
+    one row when the group key stays, else the old group's row before the new group's."""
 
     def __init__(self, selector: Callable[[Any, Any], tuple[Any, Any] | None]) -> None:
         self.selector = selector
@@ -51,23 +53,49 @@ class RegroupProcessor(Processor):
             return None
         return group_key, group_value
 
-    def process(self, record: Record) -> None:
-        change = as_change(record.value)
-        new = self._select(record.key, change.new)
-        old = self._select(record.key, change.old)
-        if new is not None and old is not None and new[0] == old[0]:
-            self.context.forward(Record(new[0], Change(new[1], old[1]), record.timestamp))
-            return
-        if old is not None:
-            self.context.forward(Record(old[0], Change(None, old[1]), record.timestamp))
-        if new is not None:
-            self.context.forward(Record(new[0], Change(new[1], None), record.timestamp))
+    def process_batch(self, batch: ColumnBatch) -> None:
+        keys, values = batch.keys, batch.values
+        select = self._select
+        positions: list[int] = []
+        group_keys: list[Any] = []
+        changes: list[Change] = []
+        n = len(keys)
+        start = 0
+        while start < n:
+            p = start
+            try:
+                for p in range(start, n):
+                    change = values[p]
+                    if change.__class__ is not Change:
+                        change = Change(change, None)
+                    new = select(keys[p], change.new)
+                    old = select(keys[p], change.old)
+                    if new is not None and old is not None and new[0] == old[0]:
+                        positions.append(p)
+                        group_keys.append(new[0])
+                        changes.append(Change(new[1], old[1]))
+                        continue
+                    if old is not None:
+                        positions.append(p)
+                        group_keys.append(old[0])
+                        changes.append(Change(None, old[1]))
+                    if new is not None:
+                        positions.append(p)
+                        group_keys.append(new[0])
+                        changes.append(Change(new[1], None))
+                start = n
+            except Exception as error:
+                start = self.fail(batch, p, error)
+        # the group's records carry no headers (a new record, as in Kafka)
+        self.emit(batch.derive(positions, group_keys, changes, headers=[()] * len(positions)))
 
 
-class TableAggregateProcessor(TableProcessor):
+class TableAggregateOperator(TableOperator):
     """Subtracts each change's old value from its group's aggregate and adds the new one.
 
     ``initializer`` is ``NO_INITIALIZER`` for ``reduce`` (the first value is the aggregate).
+    Each group's aggregate is read once per batch and written back once (``KeptTable``);
+    every row gets a fresh copy of the previous aggregate, as a store read would give it.
     """
 
     def __init__(
@@ -82,33 +110,53 @@ class TableAggregateProcessor(TableProcessor):
         self.adder = adder
         self.subtractor = subtractor
 
-    def process(self, record: Record) -> None:
-        key = record.key
-        if key is None:
-            raise StreamsProcessingError(
-                f"a record for table aggregation store {self.store_name!r} has a None key"
-            )
-        change = as_change(record.value)
-        previous = self.store.get_with_timestamp(key)
-        old = None if previous is None else previous.value
-        timestamp = record.timestamp
-        aggregate = old
-        if change.old is not None and old is not None:
-            aggregate = self.subtractor(key, change.old, old)
-            timestamp = max(timestamp, previous.timestamp)  # type: ignore[union-attr]
-        if change.new is not None:
-            if aggregate is None:
-                if self.initializer is NO_INITIALIZER:
-                    aggregate = change.new
-                else:
-                    aggregate = self.adder(key, change.new, self.initializer())
-            else:
-                aggregate = self.adder(key, change.new, aggregate)
-            if previous is not None:
-                timestamp = max(timestamp, previous.timestamp)
-        self.store.put_with_timestamp(key, aggregate, timestamp)
-        forwarded = Change(aggregate, old if self.send_old_values else None)
-        self.context.forward(Record(key, forwarded, timestamp, record.headers))
+    def process_batch(self, batch: ColumnBatch) -> None:
+        keys, values, timestamps = batch.keys, batch.values, batch.timestamps
+        table: KeptTable = self.table  # type: ignore[assignment]
+        initializer, adder, subtractor = self.initializer, self.adder, self.subtractor
+        send_old_values = self.send_old_values
+        out = EmittedRows()
+        n = len(keys)
+        start = 0
+        while start < n:
+            p = start
+            try:
+                for p in range(start, n):
+                    key = keys[p]
+                    if key is None:
+                        raise StreamsProcessingError(
+                            f"a record for table aggregation store {self.store_name!r} has a "
+                            "None key"
+                        )
+                    change = values[p]
+                    if change.__class__ is not Change:
+                        change = Change(change, None)
+                    ident, entry = table.entry(key)
+                    present = entry[1] is not None
+                    old = table.value(entry)
+                    timestamp = timestamps[p]
+                    aggregate = old
+                    if change.old is not None and old is not None:
+                        aggregate = subtractor(key, change.old, old)
+                        if entry[3] > timestamp:
+                            timestamp = entry[3]
+                    if change.new is not None:
+                        if aggregate is None:
+                            if initializer is NO_INITIALIZER:
+                                aggregate = change.new
+                            else:
+                                aggregate = adder(key, change.new, initializer())
+                        else:
+                            aggregate = adder(key, change.new, aggregate)
+                        if present and entry[3] > timestamp:
+                            timestamp = entry[3]
+                    table.put(ident, entry, aggregate, timestamp)
+                    out.add(p, key, Change(aggregate, old if send_old_values else None), timestamp)
+                start = n
+            except Exception as error:
+                start = self.fail(batch, p, error)
+        table.write_back()
+        self.emit(out.batch(batch))
 
 
 class KGroupedTable:
@@ -157,7 +205,7 @@ class KGroupedTable:
         topology = self.builder.topology
         topology.add_processor(
             node,
-            lambda: TableAggregateProcessor(origin, initializer, adder, subtractor),
+            lambda: TableAggregateOperator(origin, initializer, adder, subtractor),
             source.node,
         )
         topology.add_state_store(store, node)
@@ -231,7 +279,7 @@ def group_table(
         )
     builder = table.builder
     node = builder.new_name("KTABLE-SELECT-")
-    builder.topology.add_processor(node, lambda: RegroupProcessor(selector), table.node)
+    builder.topology.add_processor(node, lambda: RegroupOperator(selector), table.node)
     # The group values are usually the table's values: their serde is the default for them.
     value_serde = grouped.value_serde or table.value_serde
     selected = KStream(builder, node, grouped.key_serde, value_serde, True)

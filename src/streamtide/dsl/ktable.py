@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamtide.dsl.change import Change, as_change
+from streamtide.dsl.change import Change
 from streamtide.dsl.params import (
     DEFAULT_STORE_TYPE,
     Grouped,
@@ -20,17 +20,18 @@ from streamtide.dsl.params import (
     named_of,
 )
 from streamtide.dsl.processors import ToStreamOperator
-from streamtide.dsl.suppress import SuppressProcessor
+from streamtide.dsl.suppress import SuppressOperator
 from streamtide.dsl.suppressed import Suppressed
+from streamtide.dsl.table_state import TableOperator
 from streamtide.dsl.table_view import (
+    AggregationOrigin,
     DerivedOrigin,
     StoreOrigin,
     TableOrigin,
-    TableProcessor,
     table_store,
 )
 from streamtide.errors import TopologyError
-from streamtide.record import Record
+from streamtide.processor.column_batch import ColumnBatch
 from streamtide.serde import Serde, Serdes
 from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 from streamtide.state.timestamped import ValueAndTimestamp
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from streamtide.dsl.kstream import KStream
 
 
-class DerivedTableProcessor(TableProcessor):
+class DerivedTableOperator(TableOperator):
     """A filter or ``map_values`` of a table (Kafka's KTableFilter / KTableMapValues).
 
     ``compute(key, value)`` gives the derived value of a parent value (None: absent). The
@@ -61,25 +62,42 @@ class DerivedTableProcessor(TableProcessor):
         self.compute = compute
         self.skip_double_tombstones = skip_double_tombstones
 
-    def _apply(self, key: Any, value: Any) -> Any:
-        return None if value is None else self.compute(key, value)
-
-    def process(self, record: Record) -> None:
-        change = as_change(record.value)
-        key = record.key
-        new = self._apply(key, change.new)
-        old = None
-        if self.send_old_values:
-            if self.store is not None:
-                stored = self.store.get_with_timestamp(key)
-                old = None if stored is None else stored.value
-            else:
-                old = self._apply(key, change.old)
-            if self.skip_double_tombstones and old is None and new is None:
-                return
-        if self.store is not None:
-            self.store.put_with_timestamp(key, new, record.timestamp)
-        self.context.forward(record.with_value(Change(new, old)))
+    def process_batch(self, batch: ColumnBatch) -> None:
+        keys, values, timestamps = batch.keys, batch.values, batch.timestamps
+        compute, table = self.compute, self.table
+        send_old_values = self.send_old_values
+        skip = send_old_values and self.skip_double_tombstones
+        positions: list[int] = []
+        changes: list[Change] = []
+        n = len(keys)
+        start = 0
+        while start < n:
+            p = start
+            try:
+                for p in range(start, n):
+                    key, change = keys[p], values[p]
+                    if change.__class__ is not Change:
+                        change = Change(change, None)
+                    new = None if change.new is None else compute(key, change.new)
+                    old = None
+                    if table is not None:
+                        ident, entry = table.entry(key)
+                        if send_old_values:
+                            old = table.value(entry)
+                    elif send_old_values and change.old is not None:
+                        old = compute(key, change.old)
+                    if skip and old is None and new is None:
+                        continue
+                    if table is not None:
+                        table.put(ident, entry, new, timestamps[p])
+                    positions.append(p)
+                    changes.append(Change(new, old))
+                start = n
+            except Exception as error:
+                start = self.fail(batch, p, error)
+        if table is not None:
+            table.write_back()
+        self.emit(batch.derive(positions, [keys[p] for p in positions], changes))
 
 
 def _filtered(predicate: Callable[[Any, Any], bool], keep: bool) -> Callable[[Any, Any], Any]:
@@ -148,7 +166,7 @@ class KTable:
             )
         origin = DerivedOrigin(self, _on_stored(compute), None if store is None else store.name)
         topology.add_processor(
-            name, lambda: DerivedTableProcessor(origin, compute, skip_double_tombstones), self.node
+            name, lambda: DerivedTableOperator(origin, compute, skip_double_tombstones), self.node
         )
         if store is not None:
             topology.add_state_store(store, name)
@@ -241,12 +259,14 @@ class KTable:
         else:
             name = builder.new_name("KTABLE-SUPPRESS-")
             store_name = builder.new_name("KTABLE-SUPPRESS-STATE-STORE-")
+        if isinstance(self.origin, AggregationOrigin):
+            self.origin.plain_child = True  # the buffer takes plain values
         wait = self.window_close_ms if suppressed.final_results else suppressed.time_limit_ms
         key_serde, value_serde = self.key_serde, self.value_serde
         windowed = self.window_close_ms is not None
         builder.topology.add_processor(
             name,
-            lambda: SuppressProcessor(
+            lambda: SuppressOperator(
                 name, store_name, suppressed, wait, key_serde, value_serde, windowed
             ),
             self.node,

@@ -272,9 +272,5 @@ class _Left:
         return batch.derive(self.positions, self.keys, self.values, self.timestamps, self.headers)
 
 
-#: The name ``KTable.suppress`` builds the operator by.
-SuppressProcessor = SuppressOperator
-
-
 def _shown(limit: Any) -> str:
     return "unlimited" if limit is None else str(limit)

@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.change import Change
 from streamtide.dsl.params import Consumed, Materialized
-from streamtide.dsl.table_view import TableOrigin, TableProcessor, table_store
+from streamtide.dsl.table_state import TableOperator
+from streamtide.dsl.table_view import TableOrigin, table_store
 from streamtide.errors import TopologyError
 from streamtide.processor import drops
-from streamtide.record import Record
+from streamtide.processor.column_batch import ColumnBatch
+from streamtide.record import RecordMetadata
 
 if TYPE_CHECKING:
     from streamtide.dsl.builder import StreamsBuilder
@@ -71,32 +73,61 @@ class SourceOrigin(TableOrigin):
         return super().view()
 
 
-class TableSourceProcessor(TableProcessor):
-    """Puts each record into the table's store (when materialized) and forwards the change."""
+class TableSourceOperator(TableOperator):
+    """Puts each row into the table's store (when materialized) and emits the change."""
 
-    def process(self, record: Record) -> None:
-        if record.key is None:
-            metadata = self.context.record_metadata()
-            log.warning("skipping a table record with a None key (%s)", metadata or "no metadata")
-            drops.record_drop(self.context.metrics, drops.NULL_KEY_OR_VALUE)
-            return
-        old = None
-        if self.store is not None:
-            previous = self.store.get_with_timestamp(record.key)
-            if previous is not None:
-                if record.timestamp < previous.timestamp:
-                    log.warning(
-                        "out-of-order update of table store %r: key %r had timestamp %d, "
-                        "the update has %d",
-                        self.store_name,
-                        record.key,
-                        previous.timestamp,
-                        record.timestamp,
-                    )
-                if self.send_old_values:
-                    old = previous.value
-            self.store.put_with_timestamp(record.key, record.value, record.timestamp)
-        self.context.forward(record.with_value(Change(record.value, old)))
+    def process_batch(self, batch: ColumnBatch) -> None:
+        keys, values, timestamps = batch.keys, batch.values, batch.timestamps
+        table, send_old_values = self.table, self.send_old_values
+        positions: list[int] = []
+        changes: list[Change] = []
+        nulls = 0
+        n = len(keys)
+        start = 0
+        while start < n:
+            p = start
+            try:
+                for p in range(start, n):
+                    key, value = keys[p], values[p]
+                    if key is None:
+                        self._null_key(batch, p)
+                        nulls += 1
+                        continue
+                    old = None
+                    if table is not None:
+                        ident, entry = table.entry(key)
+                        if entry[1] is not None:
+                            if timestamps[p] < entry[3]:
+                                self._out_of_order(key, entry[3], timestamps[p])
+                            if send_old_values:
+                                old = table.value(entry)
+                        table.put(ident, entry, value, timestamps[p])
+                    positions.append(p)
+                    changes.append(Change(value, old))
+                start = n
+            except Exception as error:
+                start = self.fail(batch, p, error)
+        if nulls:
+            drops.record_drops(self.context.metrics, drops.NULL_KEY_OR_VALUE, nulls)
+        if table is not None:
+            table.write_back()
+        self.emit(batch.derive(positions, [keys[p] for p in positions], changes))
+
+    def _null_key(self, batch: ColumnBatch, p: int) -> None:
+        offset = batch.offsets[p]
+        where = "no metadata"
+        if offset is not None and batch.topic is not None:
+            where = str(RecordMetadata(batch.topic, batch.partition, offset))
+        log.warning("skipping a table record with a None key (%s)", where)
+
+    def _out_of_order(self, key: Any, stored: int, timestamp: int) -> None:
+        log.warning(
+            "out-of-order update of table store %r: key %r had timestamp %d, the update has %d",
+            self.store_name,
+            key,
+            stored,
+            timestamp,
+        )
 
 
 def _differ(a: Any, b: Any) -> bool:
@@ -137,7 +168,7 @@ def table(
     )
     node = builder.new_name("KTABLE-SOURCE-")
     origin = SourceOrigin(builder, node, topic, materialized, key_serde, value_serde)
-    builder.topology.add_processor(node, lambda: TableSourceProcessor(origin), source.node)
+    builder.topology.add_processor(node, lambda: TableSourceOperator(origin), source.node)
     if named:
         origin.materialize()
     return KTable(builder, node, origin.store_name, key_serde, value_serde, origin=origin)

@@ -9,8 +9,9 @@ questions that downstream operators ask:
   store of its own). A source table that is not materialized yet gets its store here.
 - ``enable_sending_old_values(force)``: make the table's updates carry old values
   (``Change.old``). A materialized table can always; a derived one can when its parent can;
-  with ``force`` a source table materializes itself to be able to. Tables made by stream
-  aggregations cannot (their updates carry only new values).
+  with ``force`` a source table materializes itself to be able to. A key-value stream
+  aggregation sends them when asked without ``force`` (a filter below asks); windowed ones
+  cannot (their updates carry only new values).
 
 Processors read the origin's settings when the task builds them, after the topology is
 complete, so an operator added later (a ``group_by`` downstream) still switches them on.
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.params import Materialized
 from streamtide.errors import TopologyError
-from streamtide.processor.api import Processor, ProcessorContext
+from streamtide.processor.api import ProcessorContext
 from streamtide.serde import Serde
 from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 from streamtide.state.timestamped import ValueAndTimestamp
@@ -128,6 +129,31 @@ class StoreOrigin(TableOrigin):
         return False
 
 
+class AggregationOrigin(StoreOrigin):
+    """A table made by a key-value stream aggregation: it sends old values when a ``filter``
+    or ``map_values`` below asks (Kafka's KTableFilter asks its parent when it is built, so
+    that it forwards no tombstone for a key that never passed), unless one of its children
+    takes plain values only (``suppress``; the answer is then read again when the task is
+    built, and the tables below fall back to sending no old values). A ``group_by`` of it
+    is still refused."""
+
+    def __init__(self, store_name: str | None) -> None:
+        super().__init__(store_name)
+        self.asked = False
+        #: a child that takes plain values only (``suppress``) was added
+        self.plain_child = False
+
+    @property  # type: ignore[override]
+    def send_old_values(self) -> bool:
+        return self.asked and not self.plain_child
+
+    def enable_sending_old_values(self, force: bool) -> bool:
+        if force:
+            return False
+        self.asked = True
+        return not self.plain_child
+
+
 class MaterializedOrigin(TableOrigin):
     """A table kept in its own store by the operator that makes it (a table aggregation)."""
 
@@ -149,27 +175,20 @@ class DerivedOrigin(TableOrigin):
         self.compute = compute
         self.store_name = store_name
         # Like Kafka: a derived table sends old values when its parent already does.
-        self.send_old_values = parent.origin.enable_sending_old_values(False)
+        self.asked = parent.origin.enable_sending_old_values(False)
+
+    @property  # type: ignore[override]
+    def send_old_values(self) -> bool:
+        """Asked to, and able to: from its own store, or from its parent's old values (read
+        when the task is built: a parent may have withdrawn its answer since)."""
+        return self.asked and (self.store_name is not None or self.parent.origin.send_old_values)
 
     def enable_sending_old_values(self, force: bool) -> bool:
         if self.store_name is not None or self.parent.origin.enable_sending_old_values(force):
-            self.send_old_values = True
+            self.asked = True
         return self.send_old_values
 
     def view(self) -> TableView:
         if self.store_name is not None:
             return store_view(self.store_name)
         return mapped_view(self.parent.origin.view(), self.compute)
-
-
-class TableProcessor(Processor):
-    """Base of the processors of table nodes: takes its origin's store and old-value setting
-    when the task builds it, and opens the store (if any) in ``init``."""
-
-    def __init__(self, origin: TableOrigin) -> None:
-        self.store_name = origin.store_name
-        self.send_old_values = origin.send_old_values
-
-    def init(self, context: ProcessorContext) -> None:
-        super().init(context)
-        self.store = None if self.store_name is None else context.get_state_store(self.store_name)

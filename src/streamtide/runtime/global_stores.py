@@ -20,6 +20,9 @@ from streamtide.processor.topology import GlobalStoreSpec, Topology
 from streamtide.serde import Serde
 from streamtide.state.memory import InMemoryKeyValueBytesStore
 
+#: Records of a global topic read and applied at once (a column each for keys and values).
+_CHUNK_RECORDS = 65_536
+
 
 class GlobalKeyValueStore(StateStore):
     """The typed, read-only view of one global store (``get``, ``range``, ``all``)."""
@@ -50,8 +53,18 @@ class GlobalKeyValueStore(StateStore):
 
     def apply(self, key: bytes | None, value: bytes | None) -> None:
         """Apply one record of the topic: the key's new value, or its deletion."""
-        if key is not None:
-            self.inner.put(bytes(key), None if value is None else bytes(value))
+        self.apply_all((key,), (value,))
+
+    def apply_all(self, keys: Sequence[bytes | None], values: Sequence[bytes | None]) -> None:
+        """Apply records of the topic in order, given as a column of keys and one of values
+        (what ``apply`` does for each, in one write)."""
+        self.inner.put_all(
+            [
+                (bytes(key), None if value is None else bytes(value))
+                for key, value in zip(keys, values)
+                if key is not None
+            ]
+        )
 
     def get(self, key: Any) -> Any:
         if key is None:
@@ -133,9 +146,14 @@ class GlobalStores(Mapping[str, GlobalKeyValueStore]):
                 store.positions = [log_.begin_offset(topic, p) for p in range(len(targets))]
             for partition, end in enumerate(targets):
                 start = store.positions[partition]
-                if end > start:
-                    for record in log_.read(topic, partition, start, end):
-                        store.apply(record.key, record.value)
-                        applied += 1
-                    store.positions[partition] = end
+                while start < end:
+                    chunk = log_.read_table(topic, partition, start, end, _CHUNK_RECORDS)
+                    if not chunk.num_rows:
+                        break  # (the rest of the range holds no records, e.g. markers)
+                    store.apply_all(
+                        chunk.column("key").to_pylist(), chunk.column("value").to_pylist()
+                    )
+                    applied += chunk.num_rows
+                    start = chunk.column("offset")[-1].as_py() + 1
+                store.positions[partition] = end
         return applied
