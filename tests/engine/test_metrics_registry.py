@@ -75,7 +75,7 @@ def test_docs_and_dashboard_cover_exactly_the_registered_families() -> None:
         f"{f.name}_total" if f.type == "counter" else f.name
         for f in AppMetrics().registry.collect()
     }
-    assert len(exposed) == 11
+    assert len(exposed) == 12
     text = (DOCS / "metrics.md").read_text()
     documented = set(re.findall(r"^\| `(streamtide_\w+)` \|", text, re.MULTILINE))
     assert documented == exposed
