@@ -37,7 +37,17 @@ class LocalDriver:
         if isinstance(self.committer, KafkaBatchCommitter):
             self.committer.fence_tasks(t for stage in self.stages for t in stage.task_ids)
         self.batch = resume_batch(last)
-        self.states: dict[str, dict[str, Any]] = dict(last.tasks) if last else {}
+        # as StreamsApp starts: the last commit's states, or (on Kafka) what Kafka holds
+        resumed = self.committer.resume_states(last, self._task_sources)
+        self.states: dict[str, dict[str, Any]] = {t: s.to_dict() for t, s in resumed.items()}
+
+    def _task_sources(self) -> dict[str, list[tuple[str, int]]]:
+        app = self.config.application_id
+        return {
+            t: source_partitions(self.topology, app, self.log, t)
+            for stage in self.stages
+            for t in stage.task_ids
+        }
 
     def lag(self) -> int:
         total = 0
@@ -53,6 +63,8 @@ class LocalDriver:
     def run_batch(self) -> int:
         """Run and commit one batch; returns the batch number."""
         batch = self.batch
+        if isinstance(self.committer, KafkaBatchCommitter):
+            self.committer.check_fence(batch)  # as StreamsApp: a newer driver took over?
         for stage in self.stages:
             sinks = [
                 self.topology.resolve_topic(t, self.config.application_id)
@@ -70,8 +82,23 @@ class LocalDriver:
                 self.states[task] = prepared.state
             self.after_stage(result)
         self.committer.commit(CommitRecord(batch, self.committer.epoch, dict(self.states)))
+        if isinstance(self.committer, KafkaBatchCommitter):
+            self._purge()
         self.batch = batch + 1
         return batch
+
+    def _purge(self) -> None:
+        """As StreamsApp: delete the repartition records every consumer has committed."""
+        assert isinstance(self.committer, KafkaBatchCommitter)
+        app = self.config.application_id
+        internal = {self.topology.resolve_topic(t, app) for t in self.topology.internal_topics}
+        consumed = {}
+        for task, partitions in self._task_sources().items():
+            offsets = self.states.get(task, {}).get("offsets", {})
+            for topic, partition in partitions:
+                if topic in internal and offset_key(topic, partition) in offsets:
+                    consumed[(topic, partition)] = offsets[offset_key(topic, partition)]
+        self.committer.purge(consumed)
 
     def after_stage(self, result: StageResult) -> None:
         """Called once a stage is sealed (long-running executors learn the outcome here)."""

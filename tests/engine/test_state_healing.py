@@ -7,9 +7,9 @@ import logging
 from pathlib import Path
 
 from streamtide.log import open_log
+from tests.engine.crash_points import counting_topology, setup
 from tests.engine.local_driver import CLIENT, LocalDriver
 from tests.engine.scenarios import make_events, write_events
-from tests.engine.test_crash_points import counting_topology, setup
 
 
 def outcome(driver: LocalDriver) -> tuple[dict, list]:
