@@ -21,6 +21,7 @@ from streamtide.errors import (
     HandlerFailedError,
     InvalidTimestampError,
     SerdeError,
+    StoreDamagedError,
     StreamsProcessingError,
 )
 from streamtide.handlers import Handler, ProcessingHandlerResponse
@@ -571,7 +572,7 @@ class StreamTask:
         """Skip the record if the processing handler says so; else raise the wrapped error
         (final at once when a handler function answered FAIL). A full suppression buffer
         is never skipped: it stops the application."""
-        if isinstance(exc, BufferFullError):
+        if isinstance(exc, (BufferFullError, StoreDamagedError)):  # never the record's fault
             raise self._wrap(exc, topic, raw.offset) from exc
         response = self.record_errors.on_processing_error(
             exc, self._failed_node, self._failed_record, topic, raw
