@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from tests.engine.scenarios import (
     session_topology,
     write_events,
 )
+from tests.faults.load import cpu_hog
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,7 +36,9 @@ class KillRun:
     driver_runs: int = 0
     driver_kills: int = 0
     group_kills: int = 0  # the driver killed together with its executor
-    executor_kills: int = 0
+    executor_kills: int = 0  # executors SIGKILLed by their driver at random moments
+    commit_kills: int = 0  # executors that died inside (or right after) a Kafka commit
+    load: float | None = None  # median one-minute load average during the run
     expected: int = 0
     lost: int = 0
     duplicated: int = 0
@@ -64,6 +68,8 @@ def run_with_kills(
     execution: str = "micro_batch",
     kafka_url: str | None = None,
     guarantee: str = "exactly_once",
+    load: float = 0.0,
+    commit_kill: float = 0.0,
 ) -> KillRun:
     """Feed ``events`` in chunks while killing drivers at random moments (until ``driver_kills``
     drivers and ``min_executor_kills`` executors were killed); then let one driver finish and
@@ -71,7 +77,41 @@ def run_with_kills(
     ``at_least_once`` a retried run may process records a failed attempt already counted
     (its changelog and outputs stayed): every session of the test driver's final table must
     be there with at least its count (``lost`` counts those that are not); ``duplicated``
-    counts the output records a run without failures would not have written."""
+    counts the output records a run without failures would not have written. ``load``: a
+    CPU hog keeps the load average at about that many times the cores meanwhile;
+    ``commit_kill``: each task's Kafka commit kills its executor with this probability."""
+    with cpu_hog(load) if load else nullcontext() as hog:
+        run = _run_with_kills(
+            tmp,
+            events=events,
+            driver_kills=driver_kills,
+            executor_kill=executor_kill,
+            seed=seed,
+            min_executor_kills=min_executor_kills,
+            max_wait=max_wait,
+            execution=execution,
+            kafka_url=kafka_url,
+            guarantee=guarantee,
+            commit_kill=commit_kill,
+        )
+    run.load = hog.median if hog is not None else None
+    return run
+
+
+def _run_with_kills(
+    tmp: Path,
+    *,
+    events: int,
+    driver_kills: int,
+    executor_kill: float,
+    seed: int,
+    min_executor_kills: int,
+    max_wait: float,
+    execution: str,
+    kafka_url: str | None,
+    guarantee: str,
+    commit_kill: float,
+) -> KillRun:
     started = time.monotonic()
     rnd = random.Random(seed)
     log_url = kafka_url or f"file://{tmp / 'log'}"
@@ -98,6 +138,7 @@ def run_with_kills(
                 f"--execution={execution}",
                 f"--app={app}",
                 f"--guarantee={guarantee}",
+                f"--commit-kill={commit_kill}",
             ],
             cwd=ROOT,
             env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -109,8 +150,9 @@ def run_with_kills(
 
     n = 0
 
-    def executor_kills() -> int:
-        return kills_file.read_text().count("executor")
+    def executor_kills() -> int:  # by its driver, or inside a commit
+        text = kills_file.read_text()
+        return text.count("executor") + text.count("commit-")
 
     while run.driver_kills < driver_kills or executor_kills() < min_executor_kills:
         if chunks:
@@ -138,7 +180,8 @@ def run_with_kills(
             os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-    run.executor_kills = executor_kills()
+    run.commit_kills = kills_file.read_text().count("commit-")
+    run.executor_kills = kills_file.read_text().count("executor")
     expected = expected_outputs("session", fed)
     got = engine_outputs(log_url, "session")
     for partition, records in expected.items():

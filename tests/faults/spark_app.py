@@ -63,18 +63,27 @@ def app_config(log_url: str, state_dir: str, app: str, execution: str) -> Stream
 
 
 def main() -> None:
-    log_url, state_dir, app, execution = sys.argv[1:5]
+    """``LOG STATE APP EXECUTION [MASTER] [--forever]``: run until caught up and exit, or
+    (``--forever``) keep running batches as input arrives until killed."""
+    import time
+
     from streamtide import StreamsApp
     from streamtide.engine.interop import build_session
+    from streamtide.testing.local_cluster import start_local_cluster
 
-    spark = build_session("local[2]", f"faults-{app}")
-    streams = StreamsApp(
-        dedup_and_sessions(), app_config(log_url, state_dir, app, execution), spark=spark
-    )
+    log_url, state_dir, app, execution = sys.argv[1:5]
+    master = next((a for a in sys.argv[5:] if not a.startswith("--")), "local[2]")
+    if master.startswith("local-cluster"):
+        executors = int(master.split("[")[1].split(",")[0])
+        spark = start_local_cluster(executors, f"faults-{app}")
+    else:
+        spark = build_session(master, f"faults-{app}")
+    config = app_config(log_url, state_dir, app, execution)
+    streams = StreamsApp(dedup_and_sessions(), config, spark=spark)
+    if "--forever" in sys.argv:
+        while True:
+            streams.run_until_caught_up(timeout=600)
+            time.sleep(0.05)
     progress = streams.run_until_caught_up(timeout=600)
     streams.stop()
     print(f"caught up after batch {progress[-1].batch if progress else None}", flush=True)
-
-
-if __name__ == "__main__":
-    main()

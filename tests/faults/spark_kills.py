@@ -117,6 +117,39 @@ def committed_outputs(log_url: str) -> int:
         consumer.close()
 
 
+def read_all(log_url: str) -> dict[str, dict[int, list[tuple]]]:
+    """Both output topics as a plain consumer at read_committed (Kafka) or the log sees them."""
+    return {
+        UNIQUE: read_outputs(log_url, STRING, JSON, UNIQUE),
+        SESSIONS: read_outputs(log_url, SESSION_KEY, LONG, SESSIONS),
+    }
+
+
+def compare(
+    want: dict[str, dict[int, list[tuple]]], got: dict[str, dict[int, list[tuple]]]
+) -> tuple[int, int, int, int]:
+    """``(expected, lost, duplicated, sessions whose final count differs)`` of the outputs
+    ``got`` against the test driver's ``want``."""
+    total = lost = duplicated = differing = 0
+    for topic, partitions in want.items():
+        for partition, rows in partitions.items():
+            rows = [_hashable(r) for r in rows]
+            have = [_hashable(r) for r in got[topic].get(partition, [])]
+            total += len(rows)
+            lost += sum((Counter(rows) - Counter(have)).values())
+            duplicated += sum((Counter(have) - Counter(rows)).values())
+            if topic == SESSIONS:
+                a, b = final_sessions(rows), final_sessions(have)
+                differing += sum(1 for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+    return total, lost, duplicated, differing
+
+
+def child_env() -> dict[str, str]:
+    """A driver process's environment: the tests importable (after what PYTHONPATH has)."""
+    path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
+    return {**os.environ, "PYTHONPATH": path}
+
+
 def _hashable(row: tuple) -> tuple:
     return tuple(json.dumps(x, sort_keys=True) if isinstance(x, dict) else x for x in row)
 
@@ -161,7 +194,7 @@ def run_spark_kills(
             process = subprocess.Popen(
                 [sys.executable, "-m", "tests.faults.spark_app", log_url, state, app, execution],
                 cwd=ROOT,
-                env={**os.environ, "PYTHONPATH": str(ROOT)},
+                env=child_env(),
                 start_new_session=True,  # its own process group: the driver and its JVM
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -193,21 +226,8 @@ def run_spark_kills(
         except ProcessLookupError:
             pass
     assert code == 0, f"the last driver failed: see {log_dir / f'driver-{kills}.log'}"
-    got = {
-        UNIQUE: read_outputs(log_url, STRING, JSON, UNIQUE),
-        SESSIONS: read_outputs(log_url, SESSION_KEY, LONG, SESSIONS),
-    }
-    for topic, partitions in want.items():
-        for partition, rows in partitions.items():
-            run.expected += len(rows)
-            rows = [_hashable(r) for r in rows]
-            have = [_hashable(r) for r in got[topic].get(partition, [])]
-            run.lost += sum((Counter(rows) - Counter(have)).values())
-            run.duplicated += sum((Counter(have) - Counter(rows)).values())
-            if topic == SESSIONS:
-                a, b = final_sessions(rows), final_sessions(have)
-                run.sessions_differing += sum(
-                    1 for k in a.keys() | b.keys() if a.get(k) != b.get(k)
-                )
+    run.expected, run.lost, run.duplicated, run.sessions_differing = compare(
+        want, read_all(log_url)
+    )
     run.seconds = round(time.monotonic() - started, 1)
     return run
