@@ -87,3 +87,7 @@ def main() -> None:
     progress = streams.run_until_caught_up(timeout=600)
     streams.stop()
     print(f"caught up after batch {progress[-1].batch if progress else None}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
