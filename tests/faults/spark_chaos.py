@@ -20,6 +20,7 @@ from tests.faults.spark_kills import (
     child_env,
     clicks,
     compare,
+    end_groups,
     expected,
     read_all,
     write_clicks,
@@ -171,11 +172,7 @@ def run_spark_chaos(
     final = start(forever=False)
     groups.append(final.pid)
     code = final.wait(timeout=1800)
-    for pid in groups:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    end_groups(groups)
     assert code == 0, f"the last driver failed: see {logs / f'driver-{run.driver_runs}.log'}"
     counts = compare(expected(fed), read_all(log_url))
     run.expected, run.lost, run.duplicated, run.sessions_differing = counts

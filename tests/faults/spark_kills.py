@@ -144,6 +144,15 @@ def compare(
     return total, lost, duplicated, differing
 
 
+def end_groups(groups: list[int]) -> None:
+    """SIGKILL the process groups of the drivers a run started (their leftovers, if any)."""
+    for pid in groups:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 def child_env() -> dict[str, str]:
     """A driver process's environment: the tests importable (after what PYTHONPATH has)."""
     path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))
@@ -220,11 +229,7 @@ def run_spark_kills(
         process.wait()
     final = start(kills)
     code = final.wait(timeout=900)
-    for pid in groups:
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    end_groups(groups)
     assert code == 0, f"the last driver failed: see {log_dir / f'driver-{kills}.log'}"
     run.expected, run.lost, run.duplicated, run.sessions_differing = compare(
         want, read_all(log_url)

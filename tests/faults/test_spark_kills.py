@@ -13,6 +13,8 @@ outputs and sessions counted twice. The short run is in the default suite; the l
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import pytest
 
 from tests.faults.load import cpu_hog
@@ -38,25 +40,11 @@ def test_the_reported_scenario_twenty_times_half_of_them_under_load(kafka_broker
         delete_all_topics(kafka_broker)
         loaded = n % 2 == 1
         execution = "continuous" if n % 4 < 2 else "micro_batch"
-        if loaded:
-            with cpu_hog(2.0) as load:
-                run = run_spark_kills(
-                    tmp_path / f"run-{n}",
-                    kafka_broker.url,
-                    kills=2,
-                    seed=100 + n,
-                    execution=execution,
-                )
-            median = load.median
-        else:
+        with cpu_hog(2.0) if loaded else nullcontext() as load:
             run = run_spark_kills(
-                tmp_path / f"run-{n}",
-                kafka_broker.url,
-                kills=2,
-                seed=100 + n,
-                execution=execution,
+                tmp_path / f"run-{n}", kafka_broker.url, kills=2, seed=100 + n, execution=execution
             )
-            median = None
+        median = load.median if load is not None else None
         runs.append(run)
         print(f"\nrun {n} ({execution}, load median {median}): {run}", flush=True)
     assert sum(r.kills for r in runs) >= 20
