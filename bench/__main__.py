@@ -1,4 +1,6 @@
-"""``python -m bench``: see ``bench/run.py``; ``python -m bench latency``: ``bench/latency.py``."""
+"""``python -m bench``: see ``bench/run.py``; ``python -m bench latency``: ``bench/latency.py``;
+``python -m bench partitions``: ``bench/partitions.py``; ``python -m bench control_channel``:
+``bench/control_channel.py``."""
 
 import sys
 
@@ -7,6 +9,14 @@ if __name__ == "__main__":
         from bench.latency import main as latency
 
         latency(sys.argv[2:])
+    elif sys.argv[1:2] == ["partitions"]:
+        from bench.partitions import main as partitions
+
+        partitions(sys.argv[2:])
+    elif sys.argv[1:2] == ["control_channel"]:
+        from bench.control_channel import main as control_channel
+
+        control_channel(sys.argv[2:])
     else:
         from bench.run import main
 

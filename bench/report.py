@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-SYSTEMS = ("streamtide", "spark-native", "python-ceiling", "log-read")
+SYSTEMS = ("streamtide", "spark-native", "python-ceiling", "python-hand-loop", "log-read")
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -75,8 +75,8 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 
 def ratios(results: list[Result]) -> dict[str, dict[str, float | None]]:
-    """Per operation: Streamtide's records/s over Spark native's, the ceiling's and the raw
-    log read's (above 1: Streamtide is faster)."""
+    """Per operation: Streamtide's records/s over Spark native's, the ceiling's, the hand
+    loop's (the pipeline) and the raw log read's (above 1: Streamtide is faster)."""
     read = _rate(results, "log-read", "read")
     out = {}
     for op in dict.fromkeys(r.operation for r in results if r.system == "streamtide"):
@@ -84,6 +84,7 @@ def ratios(results: list[Result]) -> dict[str, dict[str, float | None]]:
         out[op] = {
             "streamtide_vs_spark_native": _ratio(mine, _rate(results, "spark-native", op)),
             "streamtide_vs_python_ceiling": _ratio(mine, _rate(results, "python-ceiling", op)),
+            "streamtide_vs_hand_loop": _ratio(mine, _rate(results, "python-hand-loop", op)),
             "streamtide_vs_log_read": _ratio(mine, read),
         }
     return out
@@ -106,6 +107,7 @@ def print_table(console: Console, results: list[Result], title: str) -> None:
         ("out records", "right"),
         ("ST / Spark", "right"),
         ("ST / ceiling", "right"),
+        ("ST / hand loop", "right"),
     ]:
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     by_op = ratios(results)
@@ -123,6 +125,7 @@ def print_table(console: Console, results: list[Result], title: str) -> None:
             _fmt(row["output_records"], ","),
             _fmt(mine.get("streamtide_vs_spark_native"), ".2f", "x") if mine else "",
             _fmt(mine.get("streamtide_vs_python_ceiling"), ".3f", "x") if mine else "",
+            _fmt(mine.get("streamtide_vs_hand_loop"), ".2f", "x") if mine else "",
         )
     console.print(table)
 

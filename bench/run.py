@@ -11,14 +11,18 @@ Measured, in this order:
 
 1. the ceiling: each operation as a Python loop over deserialized records in memory, and a
    raw read of the input topic from the log (no Spark);
+   and, for the pipeline, the same logic as a hand-written single-core consumer loop over the
+   raw bytes with the standard ``json`` module (``bench/hand_loop.py``);
 2. Streamtide: ``deduplicate_by_key``, a session ``count`` (every update, and emit-final:
-   one row per session when it closes), a punctuating processor and a stream-table join with
-   a users table, each its own application over the input topic, through
-   ``StreamsApp.run_until_caught_up``;
+   one row per session when it closes), a punctuating processor, a stream-table join with
+   a users table and the mixed pipeline (filter, map_values, join, select_key, a windowed
+   count after a repartition, a second output and a Processor API node), each its own
+   application over the input topic, through ``StreamsApp.run_until_caught_up``;
 3. Spark native: ``dropDuplicatesWithinWatermark``, ``groupBy(session_window).count()`` (append
    mode: one row per session when the watermark closes it, the contract of the emit-final
-   session count) and a stream-static join with the same users table, in Structured Streaming
-   over a Parquet copy of the same events.
+   session count), a stream-static join with the same users table and the pipeline's closest
+   query (filter, withColumn, stream-static join, ``groupBy(window).count()`` in update mode),
+   in Structured Streaming over a Parquet copy of the same events.
 
 ``--only OPERATION`` (repeatable) measures only those operations.
 
@@ -45,14 +49,18 @@ if __package__ in (None, ""):  # run as a script: bench/run.py
 
 from rich.console import Console
 
-from bench import ceiling, spark_native, streamtide_bench
+from bench import ceiling, hand_loop, spark_native, streamtide_bench
 from bench.report import Result, print_notes, print_table, ratios, write_json
+from bench.system_load import load_line
 from bench.workload import (
     Workload,
     generate,
+    pipeline_fields,
     summary,
     write_log,
     write_parquet,
+    write_pipeline_log,
+    write_pipeline_parquet,
     write_users_parquet,
 )
 
@@ -65,6 +73,11 @@ CEILING_NOTE = (
     "at a time; no serdes, no state store, no record cache, no commits"
 )
 READ_NOTE = "log.read_table of every input partition (Arrow tables; files in the page cache)"
+HAND_LOOP_NOTE = (
+    "the pipeline as one hand-written single-core loop over the raw bytes of every partition "
+    "(merged by timestamp as a task's partition group does), standard json decoding and "
+    "encoding, dict state; no commits, no RocksDB, no changelogs"
+)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -148,10 +161,28 @@ def measure_ceiling(
             Result("python-ceiling", op, len(events), seconds, None, outputs, CEILING_NOTE)
         )
         console.print(f"  python-ceiling {op}: {seconds:.2f} s, {outputs:,} out")
+    if "pipeline" in operations:
+        seconds, read, outputs = hand_loop.run_pipeline(log_url, w.partitions)
+        results.append(
+            Result("python-hand-loop", "pipeline", read, seconds, None, outputs, HAND_LOOP_NOTE)
+        )
+        console.print(f"  python-hand-loop pipeline: {seconds:.2f} s, {outputs:,} out")
     seconds, rows = ceiling.read_log(log_url, w.partitions)
     results.append(Result("log-read", "read", rows, seconds, None, None, READ_NOTE))
     console.print(f"  log-read: {seconds:.3f} s, {rows:,} rows")
     return results
+
+
+def expected_input(op: str, events: list, w: Workload) -> int:
+    """The input records the engine should report for ``op``: the events, plus the users
+    table's records for the joins, plus the repartitioned records for the pipeline."""
+    if op == "stream-table-join":
+        return len(events) + w.keys
+    if op == "pipeline":
+        fields = pipeline_fields(events, w)
+        kept = sum(1 for e in events if fields[e.event_id][1] != "bot")
+        return len(events) + w.keys + kept
+    return len(events)
 
 
 def measure_streamtide(
@@ -159,15 +190,16 @@ def measure_streamtide(
     spark: Any,
     log_url: str,
     root: Path,
-    n: int,
+    events: list,
     w: Workload,
     operations: list[str],
 ) -> list[Result]:
     results = []
+    n = len(events)
     for op in operations:
         run = streamtide_bench.run_operation(spark, log_url, root / "state", op, w)
         note = streamtide_bench.note(op, w)
-        expected = n + (w.keys if op == "stream-table-join" else 0)  # the table's records
+        expected = expected_input(op, events, w)
         if run.input_records != expected:
             problem = (
                 f"the engine reported {run.input_records:,} input records, expected {expected:,}"
@@ -232,8 +264,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     w = workload_from(args)
     operations = [op for op in streamtide_bench.OPERATIONS if op in (args.only or [op])]
-    console = Console(width=max(Console().width, 132))
+    console = Console(width=max(Console().width, 150))
     logging.basicConfig(level=logging.WARNING)
+    load = load_line(console)
     began = time.perf_counter()
     timings: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="streamtide-bench-") as tmp:
@@ -244,6 +277,11 @@ def main(argv: list[str] | None = None) -> None:
         write_log(log_url, events, w)
         files = write_parquet(parquet_dir, events, w.batch_size * w.partitions)
         write_users_parquet(spark_native.users_parquet(parquet_dir), w)
+        if "pipeline" in operations:
+            write_pipeline_log(log_url, events, w)
+            write_pipeline_parquet(
+                spark_native.pipeline_parquet(parquet_dir), events, w.batch_size * w.partitions, w
+            )
         timings["generate_and_write_s"] = time.perf_counter() - began
         facts = summary(events, w)
         console.print(
@@ -284,7 +322,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(text)
                 return
             console.print(f"[bold]streamtide[/] ({args.master})")
-            results += measure_streamtide(console, spark, log_url, root, len(events), w, operations)
+            results += measure_streamtide(console, spark, log_url, root, events, w, operations)
             console.print(f"[bold]spark-native[/] ({args.master})")
             results += measure_spark(console, spark, parquet_dir, root, len(events), w, operations)
         finally:
@@ -302,8 +340,10 @@ def main(argv: list[str] | None = None) -> None:
     console.print(
         "timings: " + ", ".join(f"{k} {v:.1f}" for k, v in timings.items()), highlight=False
     )
+    console.print(load.describe(), highlight=False)
     workload = {**w.describe(), **facts, "parquet_files": files, "operations": operations}
     environment = {
+        "load_at_start": load.as_json(),
         "master": args.master,
         "cpus": os.cpu_count(),
         "python": platform.python_version(),

@@ -13,11 +13,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.workload import TOPIC, USERS_TOPIC, Workload
+from bench.workload import PIPELINE_TOPIC, TOPIC, USERS_TOPIC, Workload
 from streamtide import (
     Consumed,
     Deduplicated,
     EmitStrategy,
+    Grouped,
     Materialized,
     Processor,
     Produced,
@@ -27,6 +28,7 @@ from streamtide import (
     SessionWindows,
     StreamsBuilder,
     StreamsConfig,
+    TimeWindows,
     Topology,
 )
 from streamtide.engine.app import StreamsApp
@@ -34,7 +36,20 @@ from streamtide.engine.progress import BatchProgress
 from streamtide.state.stores import Stores
 
 STRING, INT, JSON = Serdes.string(), Serdes.long(), Serdes.json()
-OPERATIONS = ("dedup", "session-count", "session-count-final", "punctuation", "stream-table-join")
+OPERATIONS = (
+    "dedup",
+    "session-count",
+    "session-count-final",
+    "punctuation",
+    "stream-table-join",
+    "pipeline",
+)
+#: The pipeline's windows: 60 s tumbling, 10 s grace; its large-amount branch: over 50.00.
+#: The tumbling count of ``bench.kafka``: 60 s windows, no grace.
+WINDOW_COUNT_MS = 60 * 1000
+PIPELINE_WINDOW_MS = 60 * 1000
+PIPELINE_GRACE_MS = 10 * 1000
+BIG_CENTS = 5000
 
 
 def event_id(key: str, value: dict[str, Any]) -> int:
@@ -66,6 +81,21 @@ def session_topology(w: Workload) -> Topology:
         .count(Materialized.as_("sessions"))
         .to_stream()
         .to("session-out", Produced.with_(Serdes.session_windowed(STRING), INT))
+    )
+    return builder.build()
+
+
+def window_count_topology(w: Workload) -> Topology:
+    """Count records per key in 60 s tumbling windows without grace, every update."""
+    builder = StreamsBuilder()
+    windows = TimeWindows.of_size_with_no_grace(timedelta(milliseconds=WINDOW_COUNT_MS))
+    (
+        builder.stream(TOPIC, Consumed.with_(STRING, JSON))
+        .group_by_key()
+        .windowed_by(windows)
+        .count(Materialized.as_("window-counts"))
+        .to_stream()
+        .to("window-count-out", Produced.with_(Serdes.time_windowed(STRING, WINDOW_COUNT_MS), INT))
     )
     return builder.build()
 
@@ -143,15 +173,98 @@ def join_topology(w: Workload) -> Topology:
     return builder.build()
 
 
+def not_bot(key: str, event: dict[str, Any]) -> bool:
+    return event["kind"] != "bot"
+
+
+def to_cents(event: dict[str, Any]) -> dict[str, Any]:
+    """The event with its amount as integer cents."""
+    return {
+        "id": event["id"],
+        "page": event["page"],
+        "kind": event["kind"],
+        "cents": round(event["amount"] * 100),
+        "ts": event["ts"],
+    }
+
+
+def with_country(event: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
+    return {**event, "country": user["country"]}
+
+
+def page_of(key: str, event: dict[str, Any]) -> str:
+    return event["page"]
+
+
+def is_big(key: str, event: dict[str, Any]) -> bool:
+    return event["cents"] > BIG_CENTS
+
+
+class CountPerKey(Processor):
+    """Keeps a count per key in a key-value store; forwards each record with its count."""
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        self.store = context.get_state_store("pipeline-counters")
+
+    def process(self, record: Record) -> None:
+        count = (self.store.get(record.key) or 0) + 1
+        self.store.put(record.key, count)
+        self.context.forward(record.with_value({**record.value, "count": count}))
+
+
+def pipeline_topology(w: Workload) -> Topology:
+    """What a user's topology looks like: filter, map_values, a stream-table join, a
+    repartition to a windowed count, a filtered second output and a Processor API node."""
+    builder = StreamsBuilder()
+    builder.add_state_store(
+        Stores.key_value_store_builder(
+            Stores.persistent_key_value_store("pipeline-counters"), STRING, INT
+        )
+    )
+    users = builder.table(USERS_TOPIC, Consumed.with_(STRING, JSON))
+    joined = (
+        builder.stream(PIPELINE_TOPIC, Consumed.with_(STRING, JSON))
+        .filter(not_bot)
+        .map_values(to_cents)
+        .join(users, with_country)
+    )
+    windows = TimeWindows.of_size_and_grace(
+        timedelta(milliseconds=PIPELINE_WINDOW_MS), timedelta(milliseconds=PIPELINE_GRACE_MS)
+    )
+    (
+        joined.select_key(page_of)
+        .group_by_key(Grouped.with_(STRING, JSON))
+        .windowed_by(windows)
+        .count(Materialized.as_("pipeline-page-counts"))
+        .to_stream()
+        .to(
+            "pipeline-page-counts",
+            Produced.with_(Serdes.time_windowed(STRING, PIPELINE_WINDOW_MS), INT),
+        )
+    )
+    joined.filter(is_big).to("pipeline-big", Produced.with_(STRING, JSON))
+    joined.process(CountPerKey, "pipeline-counters").to(
+        "pipeline-counted", Produced.with_(STRING, JSON)
+    )
+    return builder.build()
+
+
 NOTES = {
     "dedup": "{op}, interval {interval} ms, RocksDB dedup store",
     "session-count": "session count, gap {gap} ms, RocksDB session store, record cache on",
     "session-count-final": "session count, gap {gap} ms, grace {interval} ms, emitted once "
     "per session when it closes (on_window_close: the session store plus its close index)",
+    "window-count": "count per key in 60 s tumbling windows, no grace, every update (collapsed "
+    "per commit by the record cache)",
     "punctuation": "per-key counts in a RocksDB key-value store, all emitted every {every} ms "
     "of stream time",
     "stream-table-join": "KStream.join(KTable) with the users table ({keys:,} profiles, read from "
     "its topic into a RocksDB store first: the input count includes them), JSON values merged",
+    "pipeline": "filter(kind != bot) -> map_values(cents) -> join(users KTable) -> "
+    "select_key(page) -> repartition -> 60 s tumbling count, grace 10 s -> to; the joined "
+    "stream also -> filter(cents > 5000) -> to, and -> a Processor API per-key counter (RocksDB "
+    "key-value store) -> to; the input count includes the table and the repartitioned records",
 }
 
 
@@ -174,6 +287,8 @@ TOPOLOGIES = {
     "session-count-final": final_session_topology,
     "punctuation": punctuation_topology,
     "stream-table-join": join_topology,
+    "pipeline": pipeline_topology,
+    "window-count": window_count_topology,
 }
 
 
@@ -192,6 +307,10 @@ class EngineRun:
     @property
     def output_records(self) -> int:
         return sum(b.output_records for b in self.batches)
+
+    @property
+    def changelog_records(self) -> int:
+        return sum(b.changelog_records for b in self.batches)
 
     @property
     def batch_ms(self) -> list[float]:

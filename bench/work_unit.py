@@ -1,12 +1,16 @@
-"""The work unit alone, without Spark: records/s of one task over the benchmark workload, on
-the batch path and the record path, against the plain-Python ceiling of the same records, all
-in this process (so the ratios hold on a busy machine).
+"""The work unit alone, without Spark: records/s of one task over the benchmark workload (on
+each processing path the release has), against the plain-Python ceiling of the same records
+(for the pipeline: the hand-written loop over raw bytes), all in this process (so the ratios
+hold on a busy machine), and with ``--profile`` the Python calls per input record.
 
 Each batch runs ``run_work_unit`` as an executor would (open and restore the stores, process,
 commit, write segments, close) and its segments are sealed before the next batch, as the
-driver does; Spark's job and the driver's planning are not included.
+driver does; Spark's job and the driver's planning are not included. The stream-table join
+and the pipeline read the users table's partition first (every lookup hits); the pipeline's
+windowed count runs on every partition of its repartition topic after each batch.
 
-    .venv/bin/python -m bench.work_unit [--events N] [--batch-size N] [--profile [--top N]]
+    .venv/bin/python -m bench.work_unit [--events N] [--batch-size N] [--operations OP ...]
+                                        [--profile [--top N]]
 """
 
 from __future__ import annotations
@@ -17,63 +21,116 @@ import pstats
 import shutil
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
-from bench import ceiling
+from bench import ceiling, hand_loop
 from bench.streamtide_bench import TOPOLOGIES
-from bench.workload import TOPIC, Workload, generate, write_log
+from bench.workload import (
+    PIPELINE_TOPIC,
+    USERS_TOPIC,
+    Workload,
+    generate,
+    write_log,
+    write_pipeline_log,
+)
 from streamtide import StreamsConfig
 from streamtide.log import open_log
 from streamtide.log.api import SegmentRef
 from streamtide.runtime.state_factory import make_task_stores
 from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
 
+#: Whether this release still has the record path beside the batch path.
+HAS_RECORD_PATH = "batch_processing" in {f.name for f in fields(StreamsConfig)}
+
+
+def _config(root: Path, operation: str, w: Workload, path: str, profile: bool) -> StreamsConfig:
+    name = f"wu-{operation}-{path}{'-profiled' if profile else ''}"
+    settings: dict[str, Any] = {}
+    if HAS_RECORD_PATH:
+        settings["batch_processing"] = path != "record"
+    return StreamsConfig(
+        # the profiled run is an application of its own: it must not restore the timed run's
+        # changelogs (restore calls would count as calls per record)
+        application_id=name,
+        log=f"file://{root / 'log'}",
+        state_dir=str(root / f"state-{name}"),
+        **settings,
+    )
+
+
+class _Task:
+    """One task of the application: its committed state and where its inputs stand."""
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        self.state: dict[str, Any] = {}
+        self.read: dict[str, int] = {}
+
 
 def run_task(
     root: Path,
     operation: str,
     w: Workload,
-    batch_processing: bool,
+    path: str,
     profile: bool = False,
     top: int = 0,
 ) -> tuple[float, int, int]:
-    """Seconds to run partition 0 of the input through the task in batches; input records and
-    Python function calls (0 unless ``profile``); with ``top``, also print the ``top``
-    functions by own time."""
+    """Seconds to run partition 0 of the input through the operation's tasks in batches;
+    input records and Python function calls (0 unless ``profile``); with ``top``, also print
+    the ``top`` functions by own time.
+
+    Task ``0_0`` reads partition 0 of the input in batches of ``w.batch_size``, and the users
+    table's partition 0 whole in its first batch (its keys are those of the input's partition
+    0, so every join lookup hits). A sub-topology after a repartition runs one task per
+    partition of the repartition topic over what the batch wrote there, so the calls per
+    record cover the whole topology."""
     log = open_log(f"file://{root / 'log'}")
     topology = TOPOLOGIES[operation](w)
-    for sub in topology.subtopologies():  # outputs, and a table's topic (left empty here)
+    config = _config(root, operation, w, path, profile)
+    app = config.application_id
+    for sub in topology.subtopologies():  # outputs and repartition topics
         for topic in (*sub.sink_topics, *sub.source_topics):
-            log.create_topic(topic, w.partitions, exist_ok=True)
-    config = StreamsConfig(
-        # the profiled run is an application of its own: it must not restore the timed run's
-        # changelogs (restore calls would count as calls per record)
-        application_id=f"wu-{operation}-{int(batch_processing)}{'-profiled' if profile else ''}",
-        log=log.url,
-        state_dir=str(root / f"state-{operation}-{int(batch_processing)}{'-profiled' * profile}"),
-        batch_processing=batch_processing,
-    )
-    end_offset = log.end_offset(TOPIC, 0)
-    state: dict[str, Any] = {}
+            log.create_topic(topology.resolve_topic(topic, app), w.partitions, exist_ok=True)
+    internal = {topology.resolve_topic(t, app) for t in topology.internal_topics}
+    subs = [
+        (sub.id, [topology.resolve_topic(t, app) for t in sub.source_topics])
+        for sub in topology.subtopologies()
+    ]
+    (main_topic,) = [t for t in subs[0][1] if t != USERS_TOPIC]
+    end_offset = log.end_offset(main_topic, 0)
+    tasks: dict[str, _Task] = {}
     profiler = cProfile.Profile() if profile else None
     started = time.perf_counter()
     for batch, start in enumerate(range(0, end_offset, w.batch_size)):
         end = min(start + w.batch_size, end_offset)
-        spec = WorkUnitSpec(batch, 0, "c", [ActiveSpec("0_0", {TOPIC: [start, end]}, state)])
-        if profiler is not None:
-            profiler.enable()
-        report = run_work_unit(topology, config, log, spec, make_task_stores)
-        if profiler is not None:
-            profiler.disable()
-        (task,) = report["tasks"]
-        for data in task["segments"]:
-            ref = SegmentRef.from_dict(data)
-            log.seal(
-                ref.topic, ref.partition, ref, seal_id=f"{config.application_id}/{batch}/{ref.name}"
-            )
-        state = task["state"]
+        for sub_id, sources in subs:
+            partitions = range(w.partitions) if internal & set(sources) else range(1)
+            for partition in partitions:
+                task = tasks.setdefault(f"{sub_id}_{partition}", _Task(f"{sub_id}_{partition}"))
+                ranges = {}
+                for topic in sources:
+                    if topic == main_topic:
+                        ranges[topic] = [start, end]
+                    else:  # the table (read whole, once) or a repartition topic (what's new)
+                        first, last = task.read.get(topic, 0), log.end_offset(topic, partition)
+                        ranges[topic] = [first, last]
+                        task.read[topic] = last
+                spec = WorkUnitSpec(
+                    batch, sub_id, "c", [ActiveSpec(task.task_id, ranges, task.state)]
+                )
+                if profiler is not None:
+                    profiler.enable()
+                report = run_work_unit(topology, config, log, spec, make_task_stores)
+                if profiler is not None:
+                    profiler.disable()
+                (result,) = report["tasks"]
+                for data in result["segments"]:  # sealed before the next task reads them
+                    ref = SegmentRef.from_dict(data)
+                    seal_id = f"{app}/{batch}/{task.task_id}/{ref.name}"
+                    log.seal(ref.topic, ref.partition, ref, seal_id=seal_id)
+                task.state = result["state"]
     seconds = time.perf_counter() - started
     calls = 0
     if profiler is not None:
@@ -83,6 +140,19 @@ def run_task(
             stats.sort_stats("tottime").print_stats(top)
     log.close()
     return seconds, end_offset, calls
+
+
+PATHS = ("record", "batch") if HAS_RECORD_PATH else ("one",)
+
+
+def hand_loop_seconds(root: Path, w: Workload) -> float:
+    """Seconds of the hand-written pipeline loop over partition 0 of the pipeline's input."""
+    url = f"file://{root / 'log'}"
+    records = hand_loop.read_raw(url, PIPELINE_TOPIC, w.partitions)[0]
+    users = hand_loop.read_raw(url, USERS_TOPIC, w.partitions)[0]
+    started = time.perf_counter()
+    hand_loop.pipeline(records, users)
+    return time.perf_counter() - started
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -103,6 +173,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         events = generate(w)
         write_log(f"file://{root / 'log'}", events, w)
+        if "pipeline" in args.operations:
+            write_pipeline_log(f"file://{root / 'log'}", events, w)
         partition0 = ceiling.in_memory(events, w)[:1]
         print(f"partition 0 of {w.events:,} events, batches of {w.batch_size:,}")
         print(
@@ -111,7 +183,10 @@ def main(argv: list[str] | None = None) -> None:
         )
         for operation in args.operations:
             ceiling_s = None  # operations without a plain-Python loop (emit-final) have none
-            if operation in ceiling.LOOPS:
+            if operation == "pipeline":
+                ceiling_s = hand_loop_seconds(root, w)
+                print(f"{operation:<14} {'hand':<7} {len(partition0[0]) / ceiling_s:>10,.0f}")
+            elif operation in ceiling.LOOPS:
                 ceiling_s, _ = ceiling.run_loop(operation, partition0, w)
                 n = len(partition0[0])
                 print(
@@ -120,19 +195,18 @@ def main(argv: list[str] | None = None) -> None:
                 )
             else:
                 print(f"{operation:<14} {'ceiling':<7} {'n/a':>10}")
-            for batch_processing in (False, True):
-                seconds, records, _ = run_task(root, operation, w, batch_processing)
+            for path in PATHS:
+                seconds, records, _ = run_task(root, operation, w, path)
                 calls = 0
                 if args.profile:
                     _, _, calls = run_task(
                         root,
                         operation,
                         w,
-                        batch_processing,
+                        path,
                         profile=True,
-                        top=args.top if batch_processing else 0,
+                        top=args.top if path != "record" else 0,
                     )
-                path = "batch" if batch_processing else "record"
                 print(
                     f"{'':<14} {path:<7} {records / seconds:>10,.0f} "
                     f"{seconds / records * 1e6:>7.1f} "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -26,6 +27,13 @@ from streamtide.log.partitioner import partition_for_key
 TOPIC = "events"
 #: The table the stream-table join enriches events with: one profile per key.
 USERS_TOPIC = "users"
+#: The same events with the pipeline's fields (``pipeline_value``), for the pipeline only, so
+#: the other operations keep their input.
+PIPELINE_TOPIC = "pipeline-events"
+PIPELINE_PAGES = tuple(f"/page/{i:02d}" for i in range(50))
+KINDS = ("view", "click", "buy")
+BOT_SHARE = 0.1
+MAX_AMOUNT = 80.0
 SEGMENTS = ("free", "pro", "team", "enterprise")
 COUNTRIES = ("NZ", "DE", "BR", "JP", "US", "IN", "FR")
 PAGES = ("/", "/search", "/product", "/cart", "/checkout")
@@ -54,6 +62,9 @@ class Workload:
     punctuate_every_ms: int = 60 * SECOND
     dedup_on: str = "key"
     seed: int = 42
+    #: When event time starts (epoch ms); a Kafka run starts it a day ago, within the
+    #: retention time of topics created with the broker's defaults.
+    epoch: int = EPOCH
 
     def describe(self) -> dict[str, Any]:
         """The parameters as JSON-friendly values."""
@@ -82,7 +93,7 @@ def generate(w: Workload) -> list[Event]:
     next_id = 0
     for index, key in enumerate(key_names):
         remaining = per_key + (1 if index < extra else 0)
-        t = EPOCH + rnd.randrange(0, 300 * SECOND)
+        t = w.epoch + rnd.randrange(0, 300 * SECOND)
         while remaining > 0:
             for _ in range(min(remaining, rnd.randint(*w.burst_events))):
                 t += rnd.randrange(*w.burst_spacing_ms)
@@ -110,6 +121,24 @@ def value_of(event: Event) -> dict[str, Any]:
     return {"id": event.event_id, "page": event.page, "ts": event.ts}
 
 
+def pipeline_fields(events: list[Event], w: Workload) -> dict[int, tuple[str, str, float]]:
+    """Each event id's page (one of 50), kind (``bot`` for 10%) and amount (uniform 0-80);
+    a resend carries its original's fields. The same for the same seed."""
+    rnd = random.Random(w.seed + 2)
+    fields: dict[int, tuple[str, str, float]] = {}
+    for event_id in sorted({e.event_id for e in events}):
+        kind = "bot" if rnd.random() < BOT_SHARE else rnd.choice(KINDS)
+        amount = round(rnd.uniform(0.0, MAX_AMOUNT), 2)
+        fields[event_id] = (rnd.choice(PIPELINE_PAGES), kind, amount)
+    return fields
+
+
+def pipeline_value(event: Event, fields: dict[int, tuple[str, str, float]]) -> dict[str, Any]:
+    """The JSON value a pipeline record carries."""
+    page, kind, amount = fields[event.event_id]
+    return {"id": event.event_id, "page": page, "kind": kind, "amount": amount, "ts": event.ts}
+
+
 def user_profiles(w: Workload) -> list[tuple[str, dict[str, Any]]]:
     """The users table: one profile per key, the same for the same seed."""
     rnd = random.Random(w.seed + 1)
@@ -135,19 +164,7 @@ def write_log(
     key_serde, value_serde = Serdes.string(), Serdes.json()
     log = open_log(log_url, **(options or {}))
     try:
-        log.create_topic(TOPIC, w.partitions)
-        for partition, part in enumerate(by_partition(events, w.partitions)):
-            for start in range(0, len(part), 10_000):
-                log.append(
-                    TOPIC,
-                    partition,
-                    [
-                        LogRecord(
-                            key_serde.serialize(e.key), value_serde.serialize(value_of(e)), e.ts
-                        )
-                        for e in part[start : start + 10_000]
-                    ],
-                )
+        append_events(log, TOPIC, events, value_of, w.partitions)
         log.create_topic(USERS_TOPIC, w.partitions)
         users: list[list[LogRecord]] = [[] for _ in range(w.partitions)]
         for key, profile in user_profiles(w):
@@ -163,6 +180,43 @@ def write_log(
         log.close()
 
 
+def write_pipeline_log(
+    log_url: str, events: list[Event], w: Workload, options: dict[str, str] | None = None
+) -> None:
+    """Create ``PIPELINE_TOPIC`` and append the events with their pipeline fields (the users
+    table comes with ``write_log``)."""
+    fields = pipeline_fields(events, w)
+    log = open_log(log_url, **(options or {}))
+    try:
+        append_events(
+            log, PIPELINE_TOPIC, events, lambda e: pipeline_value(e, fields), w.partitions
+        )
+    finally:
+        log.close()
+
+
+def append_events(
+    log: Any,
+    topic: str,
+    events: list[Event],
+    value: Callable[[Event], dict[str, Any]],
+    partitions: int,
+) -> None:
+    """Create ``topic`` and append the events by key, each with its JSON ``value(event)``."""
+    key_serde, value_serde = Serdes.string(), Serdes.json()
+    log.create_topic(topic, partitions)
+    for partition, part in enumerate(by_partition(events, partitions)):
+        for start in range(0, len(part), 10_000):
+            log.append(
+                topic,
+                partition,
+                [
+                    LogRecord(key_serde.serialize(e.key), value_serde.serialize(value(e)), e.ts)
+                    for e in part[start : start + 10_000]
+                ],
+            )
+
+
 PARQUET_SCHEMA = pa.schema(
     [
         ("key", pa.string()),
@@ -173,28 +227,71 @@ PARQUET_SCHEMA = pa.schema(
 )
 
 
-def write_parquet(directory: Path, events: list[Event], rows_per_file: int) -> int:
-    """Write the events in arrival order as numbered Parquet files of ``rows_per_file`` rows,
-    with increasing modification times (Spark's file source reads oldest first); return the
-    number of files."""
+PIPELINE_PARQUET_SCHEMA = pa.schema(
+    [
+        ("key", pa.string()),
+        ("id", pa.int64()),
+        ("page", pa.string()),
+        ("kind", pa.string()),
+        ("amount", pa.float64()),
+        ("ts", pa.timestamp("ms", tz="UTC")),
+    ]
+)
+
+
+def _event_table(chunk: list[Event]) -> pa.Table:
+    return pa.table(
+        {
+            "key": [e.key for e in chunk],
+            "id": [e.event_id for e in chunk],
+            "page": [e.page for e in chunk],
+            "ts": pa.array([e.ts for e in chunk], pa.timestamp("ms", tz="UTC")),
+        },
+        schema=PARQUET_SCHEMA,
+    )
+
+
+def write_parquet(
+    directory: Path,
+    events: list[Event],
+    rows_per_file: int,
+    table_of: Callable[[list[Event]], pa.Table] = _event_table,
+) -> int:
+    """Write the events in arrival order as numbered Parquet files of ``rows_per_file`` rows
+    (``table_of(chunk)``), with increasing modification times (Spark's file source reads
+    oldest first); return the number of files."""
     directory.mkdir(parents=True, exist_ok=True)
     base = 1_700_000_000
     files = 0
     for files, start in enumerate(range(0, len(events), rows_per_file), 1):
-        chunk = events[start : start + rows_per_file]
-        table = pa.table(
-            {
-                "key": [e.key for e in chunk],
-                "id": [e.event_id for e in chunk],
-                "page": [e.page for e in chunk],
-                "ts": pa.array([e.ts for e in chunk], pa.timestamp("ms", tz="UTC")),
-            },
-            schema=PARQUET_SCHEMA,
-        )
+        table = table_of(events[start : start + rows_per_file])
         path = directory / f"part-{files:05d}.parquet"
         pq.write_table(table, path)
         os.utime(path, (base + files, base + files))
     return files
+
+
+def write_pipeline_parquet(
+    directory: Path, events: list[Event], rows_per_file: int, w: Workload
+) -> int:
+    """The pipeline's events (with page, kind and amount) as Parquet files for Spark."""
+    fields = pipeline_fields(events, w)
+
+    def table_of(chunk: list[Event]) -> pa.Table:
+        values = [fields[e.event_id] for e in chunk]
+        return pa.table(
+            {
+                "key": [e.key for e in chunk],
+                "id": [e.event_id for e in chunk],
+                "page": [v[0] for v in values],
+                "kind": [v[1] for v in values],
+                "amount": [v[2] for v in values],
+                "ts": pa.array([e.ts for e in chunk], pa.timestamp("ms", tz="UTC")),
+            },
+            schema=PIPELINE_PARQUET_SCHEMA,
+        )
+
+    return write_parquet(directory, events, rows_per_file, table_of)
 
 
 def write_users_parquet(path: Path, w: Workload) -> None:

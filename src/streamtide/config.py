@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from dataclasses import dataclass, field, fields
@@ -10,6 +11,7 @@ from typing import Any
 
 from streamtide.errors import ConfigError
 from streamtide.handlers import HANDLER_NAMES, Handler, is_handler
+from streamtide.redaction import redacted_options
 from streamtide.serde import Serde, Serdes
 from streamtide.time import Duration, to_millis
 from streamtide.timestamp_extractor import TimestampExtractor
@@ -54,8 +56,10 @@ class StreamsConfig:
     holds its tasks open and runs batch after batch without a Spark job each (recycled after
     ``work_unit_max_age``); ``"micro_batch"`` runs each batch as a Spark job whose work units
     open and close their tasks' stores (docs/engine.md, "Execution modes").
-    ``metrics_port``: serve Prometheus metrics on ``http://127.0.0.1:<port>/metrics`` while
-    the application runs (0 picks a free port; see ``StreamsApp.metrics_url``).
+    ``metrics_port``: serve Prometheus metrics on ``http://<metrics_bind_address>:<port>/metrics``
+    while the application runs (0 picks a free port; see ``StreamsApp.metrics_url``);
+    ``metrics_bind_address`` is the address to listen on: loopback by default, an interface's
+    address, a host name, or ``0.0.0.0``/``::`` for every interface (docs/metrics.md).
     ``default_timestamp_extractor``: ``fn(record, partition_time) -> int`` for every source
     without its own (``Consumed.with_(..., timestamp_extractor=fn)``); None uses each record's
     own timestamp (see ``streamtide.timestamp_extractor``).
@@ -92,6 +96,7 @@ class StreamsConfig:
     default_timestamp_extractor: TimestampExtractor | None = None
     fatal_exceptions: tuple[type[BaseException], ...] = ()
     metrics_port: int | None = None
+    metrics_bind_address: str = "127.0.0.1"
     execution: str = "continuous"
     work_unit_max_age: Duration = 3_600_000
     allow_topology_name_changes: bool = False
@@ -172,16 +177,21 @@ class StreamsConfig:
                 setattr(self, name, value)
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{name} must be a non-empty str or path, got {value!r}")
-        if not isinstance(self.log_options, dict) or not all(
-            isinstance(k, str) for k in self.log_options
-        ):
-            raise ConfigError(
-                f"log_options must be a dict with string keys, got {self.log_options!r}"
-            )
+        if not isinstance(self.log_options, dict):  # not shown: it may hold secrets
+            kind = type(self.log_options).__name__
+            raise ConfigError(f"log_options must be a dict with string keys, got a {kind}")
+        wrong = [k for k in self.log_options if not isinstance(k, str)]
+        if wrong:
+            raise ConfigError(f"log_options must have string keys, got the key {wrong[0]!r}")
         if self.metrics_port is not None:
             _require_int(self.metrics_port, "metrics_port", minimum=0)
             if self.metrics_port > 65535:
                 raise ConfigError(f"metrics_port must be <= 65535, got {self.metrics_port}")
+        if not is_bind_address(self.metrics_bind_address):
+            raise ConfigError(
+                "metrics_bind_address must be an IP address (e.g. 127.0.0.1, ::1, 0.0.0.0) or "
+                f"a host name, got {self.metrics_bind_address!r}"
+            )
         for name in (
             "cache_enabled",
             "batch_processing",
@@ -192,6 +202,12 @@ class StreamsConfig:
         ):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be a bool, got {getattr(self, name)!r}")
+
+    def __repr__(self) -> str:
+        """Every setting, with the secret values of ``log_options`` masked."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        values["log_options"] = redacted_options(self.log_options)
+        return f"StreamsConfig({', '.join(f'{k}={v!r}' for k, v in values.items())})"
 
     @property
     def dlq_topic(self) -> str:
@@ -207,6 +223,21 @@ class StreamsConfig:
         values = {f.name: getattr(self, f.name) for f in fields(self)}
         values.update(overrides)
         return StreamsConfig(**values)
+
+
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST_NAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")
+
+
+def is_bind_address(value: Any) -> bool:
+    """Whether ``value`` is an IPv4 or IPv6 address or a host name (RFC 1123)."""
+    if not isinstance(value, str) or not value:
+        return False
+    try:
+        ipaddress.ip_address(value)
+        return True
+    except ValueError:
+        return bool(_HOST_NAME.match(value))
 
 
 def _positive_ms(value: Duration, name: str, *, allow_zero: bool) -> int:

@@ -48,6 +48,7 @@ cache_enabled = false
 snapshot_interval = 9
 locality_wait = 1000
 metrics_port = 9464
+metrics_bind_address = "0.0.0.0"
 batch_processing = false
 adaptive_batch_size = false
 adaptive_batch_size_limit = 300000
@@ -78,6 +79,7 @@ def test_the_file_takes_every_setting(tmp_path: Path) -> None:
     assert config.processing_guarantee == "at_least_once" and config.cache_enabled is False
     assert config.default_key_serde.name == "string" and config.default_value_serde.name == "json"
     assert config.metrics_port == 9464 and config.locality_wait == 1000
+    assert config.metrics_bind_address == "0.0.0.0"
     assert config.batch_processing is False and config.adaptive_batch_size is False
     assert config.adaptive_batch_size_limit == 300_000
     assert config.stages_in_one_job is False

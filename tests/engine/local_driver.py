@@ -10,6 +10,7 @@ from typing import Any
 from streamtide.config import StreamsConfig
 from streamtide.engine.app_dir import AppDirectory, app_dir_for
 from streamtide.engine.committer import BatchCommitter, StageResult
+from streamtide.engine.global_offsets import global_ends
 from streamtide.engine.kafka_committer import KafkaBatchCommitter
 from streamtide.engine.plan import Stage, make_plan
 from streamtide.engine.protocol import CommitRecord, Ranges, resume_batch
@@ -40,6 +41,7 @@ class LocalDriver:
         # as StreamsApp starts: the last commit's states, or (on Kafka) what Kafka holds
         resumed = self.committer.resume_states(last, self._task_sources)
         self.states: dict[str, dict[str, Any]] = {t: s.to_dict() for t, s in resumed.items()}
+        self.global_ends: dict[str, list[int]] = {}
 
     def _task_sources(self) -> dict[str, list[tuple[str, int]]]:
         app = self.config.application_id
@@ -65,6 +67,8 @@ class LocalDriver:
         batch = self.batch
         if isinstance(self.committer, KafkaBatchCommitter):
             self.committer.check_fence(batch)  # as StreamsApp: a newer driver took over?
+        app = self.config.application_id
+        self.global_ends = global_ends(self.app_dir, self.log, self.topology, app, batch)
         for stage in self.stages:
             sinks = [
                 self.topology.resolve_topic(t, self.config.application_id)
@@ -139,6 +143,7 @@ class LocalDriver:
                 ActiveSpec(t, {k: list(r) for k, r in ranges[t].items()}, self.states.get(t, {}))
                 for t in stage.task_ids
             ],
+            global_ends=self.global_ends,
         )
         spec = WorkUnitSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
         report = run_work_unit(self.topology, self.config, self.log, spec, make_task_stores)

@@ -215,3 +215,37 @@ def test_scale_refuses_local_mode_and_bad_counts(spark, log_url, tmp_path) -> No
         app.scale(0)
     with pytest.raises(ConfigError, match="local mode runs every task in the driver"):
         app.scale(2)
+
+
+@pytest.mark.slow
+def test_a_stopped_session_is_reported_as_stopped(tmp_path) -> None:
+    """Its own Spark (stopping a session stops the suite's shared one): the app is handed a
+    session that was stopped, and says so."""
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    script = textwrap.dedent(
+        f"""
+        from streamtide import StreamsApp
+        from streamtide.engine.interop import build_session
+        from streamtide.errors import ConfigError
+        from tests.engine.scenarios import engine_config, session_topology
+
+        spark = build_session("local[1]", "stopped-session-test")
+        spark.stop()
+        config = engine_config("file://{tmp_path}/log", "{tmp_path}/state")
+        try:
+            StreamsApp(session_topology(), config, spark=spark).run_batch()
+        except ConfigError as exc:
+            print("ERROR:", exc)
+        """
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=600, cwd=root
+    )
+    error = next((line for line in done.stdout.splitlines() if line.startswith("ERROR:")), "")
+    assert "SparkSession handed to Streamtide is stopped" in error, done.stdout + done.stderr
+    assert "Spark Connect" not in error

@@ -109,3 +109,33 @@ def test_a_taken_port_is_a_clear_error_and_a_served_registry_stops() -> None:
     with socket.socket() as probe:  # and the port can be served again
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         probe.bind(("127.0.0.1", server.port))
+
+
+def test_the_endpoint_listens_on_the_configured_address_only() -> None:
+    import socket
+    import urllib.request
+
+    from streamtide.engine.metrics import MetricsServer
+
+    server = MetricsServer(AppMetrics().registry, 0, "127.0.0.2")  # a loopback alias
+    try:
+        assert server.url == f"http://127.0.0.2:{server.port}/metrics"
+        assert server._server.server_address[0] == "127.0.0.2"  # not 0.0.0.0
+        with urllib.request.urlopen(server.url, timeout=5) as response:
+            assert b"streamtide_task_moves_total" in response.read()
+        with pytest.raises(ConnectionRefusedError):  # another address of the host: nothing
+            socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    finally:
+        server.close()
+
+
+def test_the_metrics_bind_address_is_validated() -> None:
+    from streamtide import StreamsConfig
+    from streamtide.errors import ConfigError
+
+    assert StreamsConfig().metrics_bind_address == "127.0.0.1"
+    for good in ("0.0.0.0", "::", "::1", "10.1.2.3", "metrics.internal", "localhost"):
+        assert StreamsConfig(metrics_bind_address=good).metrics_bind_address == good
+    for bad in ("", "10.1.2.3:9464", "http://host", "two words", None, 127):
+        with pytest.raises(ConfigError, match="metrics_bind_address must be an IP address"):
+            StreamsConfig(metrics_bind_address=bad)

@@ -22,11 +22,12 @@ from pathlib import Path
 
 from streamtide.engine.channel import (
     ChannelClosedError,
-    accept_handshake,
+    accept,
     new_secret,
     recv_message,
     send_message,
 )
+from streamtide.engine.channel_tls import new_identity
 from streamtide.engine.committer import StageResult
 from streamtide.engine.protocol import Ranges
 from tests.engine.local_driver import CLIENT, LocalDriver
@@ -117,6 +118,7 @@ class LongRunningExecutorDriver(ChildExecutorDriver):
         self.server = socket.create_server(("127.0.0.1", 0))
         self.server.settimeout(120)
         self.secret = new_secret()
+        self.identity = new_identity()
         self.child: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
 
@@ -126,12 +128,13 @@ class LongRunningExecutorDriver(ChildExecutorDriver):
         self.child = subprocess.Popen(
             [
                 *(sys.executable, "-m", "tests.faults.executor_process", "--serve"),
-                *("127.0.0.1", port, self.secret, args),
+                *("127.0.0.1", port, self.secret, self.identity.fingerprint, args),
             ],
             env=self.child_env(),
         )
-        conn, _ = self.server.accept()
-        accept_handshake(conn, self.secret)
+        raw, _ = self.server.accept()
+        conn, _ = accept(raw, self.identity, self.secret)
+        conn.settimeout(None)
         send_message(conn, {"ok": True})
         self.sock = conn
 

@@ -1,9 +1,9 @@
 """An "executor" for the random-kill runs (``python -m tests.faults.executor_process``).
 
 Micro-batch: runs one work unit read as JSON from stdin and writes its report as JSON to
-stdout. ``--serve HOST PORT SECRET CONFIG``: a long-running work unit, as continuous execution
-runs on Spark: it connects to the driver's control channel and runs the work units the driver
-sends, keeping its tasks open between batches (``runtime.task_host``).
+stdout. ``--serve HOST PORT SECRET FINGERPRINT CONFIG``: a long-running work unit, as
+continuous execution runs on Spark: it connects to the driver's control channel and runs the
+work units the driver sends, keeping its tasks open between batches (``runtime.task_host``).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def main() -> None:
             os.environ["STREAMTIDE_FAULTS_KILLS"],
         )
     if sys.argv[1:2] == ["--serve"]:
-        serve(*sys.argv[2:6])
+        serve(*sys.argv[2:7])
         return
     message = json.loads(sys.stdin.read())
     config = make_config(message["config"])
@@ -79,7 +79,7 @@ def main() -> None:
         sys.stdout = None  # type: ignore[assignment]  # no second error at interpreter exit
 
 
-def serve(host: str, port: str, secret: str, config_json: str) -> None:
+def serve(host: str, port: str, secret: str, fingerprint: str, config_json: str) -> None:
     config = make_config(json.loads(config_json))
     log = open_log(config.log, **config.log_options)
     topology = session_topology()
@@ -91,7 +91,7 @@ def serve(host: str, port: str, secret: str, config_json: str) -> None:
         client_state_dir(config, "local"),
         keep_open=True,
     )
-    sock = connect(host, int(port), secret, {"pid": os.getpid()})
+    sock = connect(host, int(port), secret, fingerprint, {"pid": os.getpid()})
     parent = os.getppid()
 
     def run(units: list[dict[str, Any]]) -> list[dict[str, Any]]:

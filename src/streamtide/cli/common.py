@@ -71,8 +71,8 @@ def log_options(url: str) -> dict[str, str]:
         if not text or text.startswith(("#", "!")):
             continue
         key, sep, value = text.partition("=")
-        if not sep or not key.strip():
-            raise LogError(f"{path} line {number}: expected key=value, got {text!r}")
+        if not sep or not key.strip():  # the line is not quoted: it may hold a secret
+            raise LogError(f"{path} line {number}: expected key=value")
         options[key.strip()] = value.strip()
     return options
 

@@ -80,7 +80,9 @@ def run(
     topology = load_topology(target)
     app = StreamsApp(topology, config, master=run_settings["master"])
     if config.metrics_port:
-        click.echo(f"metrics: http://127.0.0.1:{config.metrics_port}/metrics", err=True)
+        host = config.metrics_bind_address
+        host = f"[{host}]" if ":" in host else host
+        click.echo(f"metrics: http://{host}:{config.metrics_port}/metrics", err=True)
     try:
         with live_progress(app, want_progress(progress)):
             if until_caught_up:

@@ -72,7 +72,9 @@ _HELP = {
     "locality_wait": "How long Spark waits for the executor a task is pinned to, in ms",
     "execution": "continuous (long-running work units) or micro_batch (a Spark job a batch)",
     "work_unit_max_age": "Replace a long-running work unit after this long, in ms",
-    "metrics_port": "Serve Prometheus metrics on 127.0.0.1:PORT/metrics (0: a free port)",
+    "metrics_port": "Serve Prometheus metrics on ADDRESS:PORT/metrics (0: a free port)",
+    "metrics_bind_address": "The address the metrics endpoint listens on (0.0.0.0: every "
+    "interface)",
     "invalid_timestamp_handler": "What a record with a negative timestamp does",
     "default_timestamp_extractor": "A function (module.function) that gives each consumed "
     "record its timestamp",
@@ -111,10 +113,10 @@ def _log_options(items: Any, where: str) -> dict[str, Any]:
     if isinstance(items, dict):
         return {str(k): v for k, v in items.items()}
     options = {}
-    for item in items:
+    for number, item in enumerate(items, start=1):
         key, sep, value = str(item).partition("=")
-        if not sep or not key:
-            raise ConfigError(f"{where}: expected KEY=VALUE, got {item!r}")
+        if not sep or not key:  # the item is not quoted: it may hold a secret
+            raise ConfigError(f"{where} #{number}: expected KEY=VALUE")
         options[key] = value
     return options
 
@@ -227,7 +229,8 @@ def load_file(path: str | Path) -> dict[str, Any]:
             value = _serde(value, f"{path}: {key}")
         elif key == "log_options":
             if not isinstance(value, dict):
-                raise ConfigError(f"{path}: log_options must be a table, got {value!r}")
+                kind = type(value).__name__
+                raise ConfigError(f"{path}: log_options must be a table, got a {kind}")
             value = _log_options(value, f"{path}: log_options")
         elif key in _HANDLERS:
             value = handler(value, f"{path}: {key}")

@@ -57,6 +57,7 @@ from streamtide.engine.queryable import (
 )
 from streamtide.engine.ranges import aligned_ends
 from streamtide.engine.shipping import ship_user_modules
+from streamtide.engine.slots import TaskSlotsHeldError, check_free
 from streamtide.engine.sources import SourcePosition, input_start
 from streamtide.engine.status import read_status
 from streamtide.engine.topology_names import check_resource_names
@@ -210,7 +211,9 @@ class StreamsApp:
                 max_age=self.config.work_unit_max_age / 1000,
             )
         if self.config.metrics_port is not None and self._metrics_server is None:
-            self._metrics_server = MetricsServer(self._metrics.registry, self.config.metrics_port)
+            self._metrics_server = MetricsServer(
+                self._metrics.registry, self.config.metrics_port, self.config.metrics_bind_address
+            )
         self._started = True
         self._stopped = False
 
@@ -386,6 +389,7 @@ class StreamsApp:
         )
         if self.running is not None:
             self.running.restore_planned = self._restore_bound(assignment)
+        progress.add_phase("plan", (time.perf_counter() - started) * 1000)
         ran: dict[int, list[tuple[str, dict[str, Any]]]] | None = None
         if self.config.stages_in_one_job and len(self.stages) > 1:
             ran = self._run_all_stages(batch, executors, assignment, progress)
@@ -413,6 +417,7 @@ class StreamsApp:
         progress.duration_ms = round((time.perf_counter() - started) * 1000, 3)
         self._batch_size.observe(progress.duration_ms, self._batch_full)
         self._batch_full = False
+        records_started = time.perf_counter()
         self._write_assignment_records(batch, executors, assignment)
         commit_started = time.perf_counter()
         progress.committed_at = round(time.time() * 1000)
@@ -432,6 +437,7 @@ class StreamsApp:
         if isinstance(self.committer, KafkaBatchCommitter):
             self._purge_repartition_topics()
         progress.commit_ms += round((time.perf_counter() - commit_started) * 1000, 3)
+        progress.add_phase("commit", (time.perf_counter() - records_started) * 1000)
         self._record_history(progress, executors, assignment)
         self._metrics.record_batch(
             (time.perf_counter() - started),
@@ -702,9 +708,11 @@ class StreamsApp:
         the repartition topic (records sealed by this batch wait for the next one)."""
         plans: dict[int, Ranges] = {}
         for stage in self.stages:
+            began = time.perf_counter()
             planned = self.committer.plan_stage(
                 batch, stage.subtopology, lambda stage=stage: self._planned_ranges(stage)
             )
+            progress.add_phase("plan", (time.perf_counter() - began) * 1000)
             if planned.resumed:
                 progress.resumed = True
             if planned.offsets is not None:
@@ -712,7 +720,11 @@ class StreamsApp:
                 plans[stage.subtopology] = planned.offsets.ranges
         if not plans:
             return {}
-        return self._execute_stages(batch, plans, executors, assignment)
+        began = time.perf_counter()
+        try:
+            return self._execute_stages(batch, plans, executors, assignment, progress)
+        finally:
+            progress.add_phase("run", (time.perf_counter() - began) * 1000)
 
     def _planned_ranges(self, stage: Stage) -> tuple[Ranges, dict[str, str]]:
         if isinstance(self.committer, KafkaBatchCommitter):  # plan from what Kafka holds
@@ -739,10 +751,15 @@ class StreamsApp:
     ) -> None:
         """Bring one stage of the batch to sealed; its work units already ran when ``ran``
         holds its reports (``_run_all_stages``)."""
-        execute_ms = 0.0
+        execute_ms = plan_ms = 0.0
 
         def fix() -> tuple[Ranges, dict[str, str]]:
-            return self._planned_ranges(stage)
+            nonlocal plan_ms
+            began = time.perf_counter()
+            try:
+                return self._planned_ranges(stage)
+            finally:
+                plan_ms += (time.perf_counter() - began) * 1000
 
         def execute(ranges: Ranges) -> list[tuple[str, dict[str, Any]]]:
             nonlocal execute_ms
@@ -750,7 +767,7 @@ class StreamsApp:
                 return ran[stage.subtopology]
             began = time.perf_counter()
             try:
-                return self._execute(batch, stage, executors, assignment, ranges)
+                return self._execute(batch, stage, executors, assignment, ranges, progress)
             finally:
                 execute_ms += (time.perf_counter() - began) * 1000
 
@@ -758,7 +775,11 @@ class StreamsApp:
         result = self.committer.run_stage(
             batch, stage.subtopology, fix, execute, self._internal_sinks(stage)
         )
-        progress.commit_ms += round((time.perf_counter() - began) * 1000 - execute_ms, 3)
+        spent = (time.perf_counter() - began) * 1000
+        progress.commit_ms += round(spent - execute_ms, 3)
+        progress.add_phase("plan", plan_ms)
+        progress.add_phase("run", execute_ms)
+        progress.add_phase("seal", spent - execute_ms - plan_ms)
         if ran is None:
             progress.resumed = progress.resumed or result.resumed
         if result.offsets is not None:
@@ -795,6 +816,9 @@ class StreamsApp:
                 progress.output_records += sum(
                     n for t, n in result.output_records.items() if t not in changelogs
                 )
+                progress.changelog_records += sum(
+                    n for t, n in result.output_records.items() if t in changelogs
+                )
 
     def _execute(
         self,
@@ -803,9 +827,12 @@ class StreamsApp:
         executors: list[ExecutorInfo],
         assignment: Assignment,
         ranges: Ranges,
+        progress: BatchProgress | None = None,
     ) -> list[tuple[str, dict[str, Any]]]:
         """Run one stage's work units as one Spark job; see ``_execute_stages``."""
-        done = self._execute_stages(batch, {stage.subtopology: ranges}, executors, assignment)
+        done = self._execute_stages(
+            batch, {stage.subtopology: ranges}, executors, assignment, progress
+        )
         return done[stage.subtopology]
 
     def _execute_stages(
@@ -814,10 +841,12 @@ class StreamsApp:
         plans: dict[int, Ranges],
         executors: list[ExecutorInfo],
         assignment: Assignment,
+        progress: BatchProgress | None = None,
     ) -> dict[int, list[tuple[str, dict[str, Any]]]]:
         """Run the work units of every planned stage (``{stage: ranges}``) in one Spark job
-        and return each stage's reports. A failed job is re-planned with the same ranges, up
-        to ``MAX_STAGE_ATTEMPTS`` times; a deterministic failure is reported at once."""
+        and return each stage's reports (their phases added to ``progress``). A failed job is
+        re-planned with the same ranges, up to ``MAX_STAGE_ATTEMPTS`` times; a deterministic
+        failure is reported at once."""
         import json
 
         last_error: Exception | None = None
@@ -860,12 +889,16 @@ class StreamsApp:
                 if self._workers is not None:
                     reports = self._run_continuous(units, executors, assignment)
                 else:
+                    app_id, needed = self.config.application_id, [(u[2], u[3]) for u in units]
+                    check_free(self.sc, app_id, needed)
                     outputs = run_pinned_watched(
                         self.sc,
                         [(json.dumps(spec), ex) for _, spec, ex, _ in units],
                         make_work(self._blob),
                     )
                     reports = [json.loads(out) for out in outputs]
+            except TaskSlotsHeldError:
+                raise  # another application holds the slots until it stops: no retry helps
             except (WorkerLostError, PinnedExecutorLostError) as exc:  # an executor left: re-plan
                 last_error, cause = exc, None
                 self._await_executors_gone(exc.executors)
@@ -877,6 +910,8 @@ class StreamsApp:
             results = [(sub, ex.id, report) for (sub, _, ex, _), report in zip(units, reports)]
             failures = [r["failure"] for _, _, r in results if "failure" in r]
             if not failures:
+                if progress is not None:
+                    progress.add_work_unit_reports(reports)
                 done: dict[int, list[tuple[str, dict[str, Any]]]] = {sub: [] for sub in plans}
                 for sub, client, report in results:
                     done[sub].append((client, report))
@@ -948,6 +983,8 @@ class StreamsApp:
                 reports[index] = report
                 for task in report.get("tasks", ()):
                     self._ran_in[task["task"]] = key
+            # what the slot spent settling since its last run counts once, with its first unit
+            reports[indexes[0]]["settle_ms"] = replies[key].get("settle_ms", 0.0)
         return reports
 
     def _settle(self, prepare: PrepareRecord) -> None:

@@ -23,20 +23,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from streamtide.engine import slots as slot_registry
 from streamtide.engine.channel import (
     ChannelClosedError,
     HandshakeError,
-    accept_handshake,
+    accept,
     new_secret,
     recv_message,
     send_message,
 )
+from streamtide.engine.channel_tls import new_identity
+from streamtide.engine.control_address import control_address
 from streamtide.engine.idle_watch import DIED, IdleWatcher
-from streamtide.engine.interop import ExecutorInfo, list_executors, run_pinned
+from streamtide.engine.interop import ExecutorInfo, busy_slots, list_executors, run_pinned
 from streamtide.engine.worker import make_serve
 from streamtide.errors import StreamtideError
 
 log = logging.getLogger("streamtide.engine")
+
+#: Connections that may be in their handshake at once; more are closed at once (a work unit
+#: that meets this retries nothing: its slot is relaunched at the next batch).
+MAX_PENDING_HANDSHAKES = 32
 
 #: How often the watcher looks for work units that died between batches.
 WATCH_S = 0.2
@@ -103,9 +110,14 @@ class ContinuousWorkers:
         self._connect_timeout = connect_timeout
         self._max_age = max_age
         self._secret = new_secret()
-        self._host = str(sc.getConf().get("spark.driver.host", "127.0.0.1"))
-        self._server = socket.create_server(("", 0))
+        self._identity = new_identity()
+        conf = sc.getConf()
+        self._bind, self._host = control_address(
+            conf.get("spark.driver.bindAddress"), conf.get("spark.driver.host"), sc.master
+        )
+        self._server = socket.create_server((self._bind, 0), family=_family(self._bind))
         self._port = self._server.getsockname()[1]
+        self._pending = threading.BoundedSemaphore(MAX_PENDING_HANDSHAKES)
         self._slots: dict[SlotKey, _Slot] = {}
         self._generations: dict[SlotKey, int] = {}
         self._changed = threading.Condition()
@@ -118,26 +130,42 @@ class ContinuousWorkers:
             target=self._accept_loop, name="streamtide-control", daemon=True
         )
         self._acceptor.start()
+        self._holding = slot_registry.hold(sc, application_id, self._held_slots)
         self._watcher = IdleWatcher(
             self._idle_connections, self._ended_between_batches, self._io, WATCH_S
         )
 
     # ---- connections ---------------------------------------------------------------------
 
+    @property
+    def address(self) -> tuple[str, int]:
+        """Where the control server listens (bound address, port)."""
+        host, port = self._server.getsockname()[:2]
+        return host, port
+
     def _accept_loop(self) -> None:
         while not self._closed:
             try:
-                conn, _ = self._server.accept()
+                conn, peer = self._server.accept()
             except OSError:
                 return  # the server was closed
+            if not self._pending.acquire(blocking=False):
+                log.warning("refused a control connection from %s: too many handshakes", peer)
+                conn.close()
+                continue
             threading.Thread(
                 target=self._handshake, args=(conn,), name="streamtide-handshake", daemon=True
             ).start()
 
-    def _handshake(self, conn: socket.socket) -> None:
-        conn.settimeout(10.0)
+    def _handshake(self, raw: socket.socket) -> None:
         try:
-            hello = accept_handshake(conn, self._secret)
+            conn, hello = accept(raw, self._identity, self._secret)
+        except (HandshakeError, ChannelClosedError, OSError) as exc:
+            log.warning("refused a control connection: %s", exc)
+            return
+        finally:
+            self._pending.release()
+        try:
             key = SlotKey(*hello["slot"])
             with self._changed:
                 slot = self._slots.get(key)
@@ -155,7 +183,7 @@ class ContinuousWorkers:
                 conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 slot.sock, slot.pid = conn, int(hello.get("pid", 0))
                 self._changed.notify_all()
-        except (HandshakeError, ChannelClosedError, OSError, KeyError, TypeError) as exc:
+        except (OSError, KeyError, TypeError, ValueError) as exc:
             log.warning("refused a control connection: %s", exc)
             conn.close()
 
@@ -166,10 +194,37 @@ class ContinuousWorkers:
         ones together (each pays a Spark job and a Python worker's start, in parallel), then
         wait for all of them."""
         with self._changed:
+            self._check_free(slots)
             launched = [self._current(key, executor) for key, executor in slots.items()]
             deadline = time.monotonic() + self._connect_timeout
             for slot in launched:
-                self._wait_connected(slot, deadline)
+                self._wait_connected(slot, deadline, slots)
+
+    def _held_slots(self) -> dict[str, int]:
+        """Slots this application's work units hold now, per executor (for the registry)."""
+        held: dict[str, int] = {}
+        for key, slot in list(self._slots.items()):
+            if slot.connected and _alive(slot):
+                held[key.executor] = held.get(key.executor, 0) + 1
+        return held
+
+    def _check_free(self, slots: Mapping[SlotKey, ExecutorInfo]) -> None:
+        """Fail at once when another application of the session holds slots these need;
+        the work units launched for them and still waiting are cancelled."""
+        try:
+            slot_registry.check_free(
+                self._sc,
+                self._application_id,
+                [(executor, key.slot) for key, executor in slots.items()],
+                self._holding,
+            )
+        except slot_registry.TaskSlotsHeldError:
+            for key in slots:
+                slot = self._slots.get(key)
+                if slot is not None and not slot.connected and slot.ended is None:
+                    slot.ended = "cancelled: another application holds the slots"
+                    self._sc.cancelJobGroup(self._group(slot))
+            raise
 
     def _current(self, key: SlotKey, executor: ExecutorInfo) -> _Slot:
         """``key``'s work unit, launched anew if it has none or it is too old."""
@@ -184,7 +239,9 @@ class ContinuousWorkers:
             slot = self._launch(key, executor)
         return slot
 
-    def _wait_connected(self, slot: _Slot, deadline: float) -> None:
+    def _wait_connected(
+        self, slot: _Slot, deadline: float, wanted: Mapping[SlotKey, ExecutorInfo]
+    ) -> None:
         key = slot.key
         lost = frozenset({key.executor})
         while not slot.connected:
@@ -194,12 +251,17 @@ class ContinuousWorkers:
                 )
             left = deadline - time.monotonic()
             if left <= 0:
+                busy = busy_slots(self._sc).get(key.executor)
                 raise WorkerLostError(
                     f"work unit {key} did not connect within {self._connect_timeout:.0f} s "
-                    "(continuous execution needs one free task slot per work unit)",
+                    "(continuous execution needs one free task slot per work unit; Spark "
+                    f"reports {busy} of the {slot.executor.cores} slot(s) of executor "
+                    f"{key.executor} busy)",
                     lost,
                 )
             self._changed.wait(min(left, 0.5))
+            if not slot.connected:  # another application may have taken the slots meanwhile
+                self._check_free(wanted)
             if not slot.connected and not _listed(self._sc, key.executor):
                 # pinned to an executor that died meanwhile: Spark would run it elsewhere
                 # only once a core is free there, which may take long; re-plan now
@@ -214,6 +276,7 @@ class ContinuousWorkers:
                 "host": self._host,
                 "port": self._port,
                 "secret": self._secret,
+                "fingerprint": self._identity.fingerprint,
                 "slot": [key.executor, key.slot],
                 "generation": generation,
                 "executor": executor.id,
@@ -232,10 +295,12 @@ class ContinuousWorkers:
         slot.thread.start()
         return slot
 
+    def _group(self, slot: _Slot) -> str:
+        return f"streamtide-{self._application_id}-{slot.key}-{slot.generation}"
+
     def _run_job(self, slot: _Slot, payload: str) -> None:
-        group = f"streamtide-{self._application_id}-{slot.key}-{slot.generation}"
         try:
-            self._sc.setJobGroup(group, f"Streamtide work unit {slot.key}", True)
+            self._sc.setJobGroup(self._group(slot), f"Streamtide work unit {slot.key}", True)
             outputs = run_pinned(self._sc, [(payload, slot.executor)], make_serve(self._blob))
             ended = json.loads(outputs[0]).get("ended", "ended") if outputs else "ended"
         except Exception as exc:  # the executor or the Python worker died, or a cancel
@@ -395,6 +460,7 @@ class ContinuousWorkers:
         """Stop every work unit and the control server; cancel jobs that do not end."""
         self._closed = True
         self._watcher.stop()
+        slot_registry.release(self._holding)
         for slot in list(self._slots.values()):
             self._stop_slot(slot)
         self._server.close()
@@ -403,8 +469,7 @@ class ContinuousWorkers:
             if slot.thread is not None:
                 slot.thread.join(max(0.0, deadline - time.monotonic()))
             if slot.thread is not None and slot.thread.is_alive():
-                group = f"streamtide-{self._application_id}-{slot.key}-{slot.generation}"
-                self._sc.cancelJobGroup(group)
+                self._sc.cancelJobGroup(self._group(slot))
         for slot in list(self._slots.values()):
             if slot.sock is not None:
                 slot.sock.close()
@@ -416,3 +481,7 @@ def _listed(sc: Any, executor_id: str) -> bool:
 
 def _alive(slot: _Slot) -> bool:
     return slot.thread is not None and slot.thread.is_alive()
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET

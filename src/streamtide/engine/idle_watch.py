@@ -13,31 +13,58 @@ from __future__ import annotations
 
 import select
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from streamtide.engine.channel import ChannelClosedError, recv_message
+from streamtide.engine.channel import ChannelClosedError, pending, recv_message
 
 #: What an idle connection holds: nothing yet (None), its work unit's farewell, or DIED.
 DIED: dict[str, Any] = {"ended": "its work unit died (its connection closed)"}
+#: How long the rest of a farewell may take once its first byte arrived.
+_REST_TIMEOUT_S = 5.0
 
 
 def idle_state(sock: socket.socket) -> dict[str, Any] | None:
     """None while an idle connection is quiet; the farewell its work unit sent; or ``DIED``
-    when its peer closed it without one."""
+    when its peer closed it without one. Works on TLS sockets too: a readable socket may
+    hold only TLS bookkeeping, so the first byte is read without waiting (there is no peek
+    through TLS), then the rest of the message."""
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        if not readable:
+        if not pending(sock) and not select.select([sock], [], [], 0)[0]:
             return None
-        if sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b"":
+        timeout = sock.gettimeout()
+        sock.setblocking(False)
+        try:
+            first = sock.recv(1)
+        except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return None  # no application data yet
+        finally:
+            sock.settimeout(timeout)
+        if first == b"":
             return DIED
-        message = recv_message(sock)
-    except BlockingIOError:
-        return None
+        sock.settimeout(_REST_TIMEOUT_S)
+        try:
+            message = recv_message(_Prefixed(first, sock))  # type: ignore[arg-type]
+        finally:
+            sock.settimeout(timeout)
     except (OSError, ValueError, ChannelClosedError):  # reset, or closed here meanwhile
         return DIED
     return message if isinstance(message, dict) and "ended" in message else DIED
+
+
+class _Prefixed:
+    """A socket whose first ``recv`` returns bytes already read from it."""
+
+    def __init__(self, head: bytes, sock: socket.socket) -> None:
+        self._head, self._sock = head, sock
+
+    def recv(self, count: int) -> bytes:
+        if self._head:
+            head, self._head = self._head[:count], self._head[count:]
+            return head
+        return self._sock.recv(count)
 
 
 class IdleWatcher:

@@ -59,14 +59,41 @@ def build_session(master: str = "local[2]", app_name: str = "streamtide", **conf
 
 
 def spark_context(spark: Any) -> Any:
-    """The SparkContext of a classic session; a clear error for Spark Connect."""
-    sc = getattr(spark, "sparkContext", None)
+    """The SparkContext of a classic session; a clear error for a stopped session and for
+    Spark Connect."""
+    try:
+        sc = spark.sparkContext
+    except Exception:  # a Spark Connect session raises here; other objects have none
+        sc = None
+    if _is_classic_context(sc) and _stopped(sc):
+        raise ConfigError(
+            "the SparkSession handed to Streamtide is stopped (spark.stop() was called, or its "
+            "SparkContext shut down); pass a running session, e.g. a new one from "
+            "SparkSession.builder.getOrCreate(), or none and Streamtide builds its own"
+        )
     if sc is None or getattr(sc, "_jsc", None) is None:
         raise ConfigError(
             "Streamtide needs a classic PySpark session (with a JVM gateway); "
             "Spark Connect sessions are not supported"
         )
     return sc
+
+
+def _is_classic_context(sc: Any) -> bool:
+    from pyspark import SparkContext
+
+    return isinstance(sc, SparkContext)
+
+
+def _stopped(sc: Any) -> bool:
+    """Whether a classic SparkContext was stopped: from Python (``_jsc`` is then None) or in
+    the JVM (an error there shut it down)."""
+    if sc._jsc is None:
+        return True
+    try:
+        return bool(sc._jsc.sc().isStopped())
+    except Exception:  # the JVM gateway itself is gone
+        return True
 
 
 def list_executors(sc: Any) -> list[ExecutorInfo]:
@@ -83,6 +110,17 @@ def list_executors(sc: Any) -> list[ExecutorInfo]:
     if real:
         return sorted(real, key=lambda e: _id_order(e.id))
     return found
+
+
+def busy_slots(sc: Any) -> dict[str, int]:
+    """Spark's scheduler's view: how many tasks run on each executor now (``driver`` in
+    local mode); empty where the scheduler does not say (it is Spark's internal API)."""
+    try:
+        running = sc._jsc.sc().taskScheduler().runningTasksByExecutors()
+        as_java = sc._jvm.scala.jdk.javaapi.CollectionConverters.asJava(running)
+        return {str(executor): int(count) for executor, count in as_java.items()}
+    except Exception:
+        return {}
 
 
 def _id_order(executor_id: str) -> tuple[int, str]:

@@ -172,22 +172,26 @@ def _escape(value: str) -> str:
 
 
 class MetricsServer:
-    """Serves a registry as Prometheus text on ``http://127.0.0.1:<port>/metrics``."""
+    """Serves a registry as Prometheus text on ``http://<address>:<port>/metrics``
+    (``address`` is loopback unless configured otherwise: ``metrics_bind_address``)."""
 
-    def __init__(self, registry: CollectorRegistry, port: int) -> None:
+    def __init__(self, registry: CollectorRegistry, port: int, address: str = "127.0.0.1") -> None:
         from prometheus_client import start_http_server
 
+        shown = f"[{address}]" if ":" in address else address
         try:
-            self._server, self._thread = start_http_server(
-                port, addr="127.0.0.1", registry=registry
-            )
+            self._server, self._thread = start_http_server(port, addr=address, registry=registry)
         except OSError as exc:
-            raise ConfigError(f"cannot serve metrics on 127.0.0.1:{port}: {exc}") from exc
+            raise ConfigError(f"cannot serve metrics on {shown}:{port}: {exc}") from exc
+        self.address = address
         self.port: int = self._server.server_port
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/metrics"
+        """Where to reach the endpoint from this host (loopback for a wildcard address)."""
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(self.address, self.address)
+        shown = f"[{host}]" if ":" in host else host
+        return f"http://{shown}:{self.port}/metrics"
 
     def close(self) -> None:
         """Stop serving and free the port."""

@@ -105,7 +105,7 @@ def serve(blob: bytes, payload: str) -> dict[str, Any]:
         "executor": executor,
         "pid": os.getpid(),
     }
-    sock = connect(job["host"], int(job["port"]), job["secret"], hello)
+    sock = connect(job["host"], int(job["port"]), job["secret"], job["fingerprint"], hello)
     parent = os.getppid()
     host = TaskHost(
         topology,
@@ -156,11 +156,14 @@ def answer_driver(
     driver says stop, the connection closes, or ``gone()`` (asked every second while idle)
     names a reason to end; returns why it ended."""
     import select
+    import time
 
-    from streamtide.engine.channel import ChannelClosedError, recv_message, send_message
+    from streamtide.engine.channel import ChannelClosedError, pending, recv_message, send_message
 
+    settle_ms = 0.0  # spent settling since the last run (reported with the next run)
     while True:
-        readable, _, _ = select.select([sock], [], [], _LIVENESS_CHECK_S)
+        # a message TLS already decrypted is invisible to select: read it without waiting
+        readable = pending(sock) or select.select([sock], [], [], _LIVENESS_CHECK_S)[0]
         if not readable:
             reason = gone()
             if reason is not None:
@@ -172,9 +175,13 @@ def answer_driver(
             return "the driver closed the control channel"
         kind = message.get("kind")
         if kind == "run":
-            send_message(sock, {"reports": run_units(message["units"])})
+            reports = run_units(message["units"])
+            send_message(sock, {"reports": reports, "settle_ms": round(settle_ms, 3)})
+            settle_ms = 0.0
         elif kind == "settle":
+            began = time.perf_counter()
             host.settle(message["winners"])
+            settle_ms += (time.perf_counter() - began) * 1000
         elif kind == "query":
             send_message(sock, answer_query(host, message["query"]))
         elif kind == "release":

@@ -12,7 +12,7 @@ confluent-kafka unchanged, with two exceptions:
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from streamtide.log.errors import (
@@ -23,6 +23,7 @@ from streamtide.log.errors import (
     UnknownPartitionError,
     UnknownTopicError,
 )
+from streamtide.redaction import redact_text
 
 LOGGER = logging.getLogger("streamtide.log.kafka")
 
@@ -96,6 +97,19 @@ def client_config(
     config.setdefault("logger", LOGGER)
     config.setdefault("error_cb", log_client_error)
     return config
+
+
+def new_client(factory: Callable[[dict[str, Any]], Any], config: dict[str, Any], what: str) -> Any:
+    """A confluent-kafka client made by ``factory``; a ``LogError`` naming ``what`` when the
+    client refuses its settings, with every secret value it might quote masked (and the
+    original exception, which would show it again in a trace, dropped)."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return factory(config)
+    except (KafkaException, ValueError, TypeError) as exc:
+        message = redact_text(str(exc.args[0] if exc.args else exc), config)
+        raise LogError(f"{what}: the Kafka client refused its settings: {message}") from None
 
 
 def _normal(value: Any) -> str:

@@ -15,7 +15,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from streamtide.log.errors import LogError
-from streamtide.log.kafka_client import REQUIRED_CONSUMER, client_config, split_options, translate
+from streamtide.log.kafka_client import (
+    REQUIRED_CONSUMER,
+    client_config,
+    new_client,
+    split_options,
+    translate,
+)
 from streamtide.log.kafka_transaction import GRACE_S, bounded
 
 #: What a committed offset of one partition is: ``(next offset, metadata)``.
@@ -33,7 +39,8 @@ class GroupOffsets:
         self.group_id = group_id
         self.timeout_s = float(log.timeout_s)
         self._lock = threading.Lock()
-        self._consumer = Consumer(client_config(log.bootstrap, options, REQUIRED_CONSUMER))
+        config = client_config(log.bootstrap, options, REQUIRED_CONSUMER)
+        self._consumer = new_client(Consumer, config, f"reading the offsets of group {group_id}")
 
     def committed(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], Committed]:
         """The committed ``(offset, metadata)`` of each partition that has one."""

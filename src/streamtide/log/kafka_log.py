@@ -42,6 +42,7 @@ from streamtide.log.kafka_client import (
     REQUIRED_PRODUCER,
     client_config,
     log_client_error,
+    new_client,
     split_options,
     translate,
 )
@@ -399,7 +400,8 @@ class KafkaLog(Log):
             if self._admin_client is None:
                 from confluent_kafka.admin import AdminClient
 
-                client = AdminClient(client_config(self._bootstrap, self._client_options))
+                config = client_config(self._bootstrap, self._client_options)
+                client = new_client(AdminClient, config, f"connecting to {self.url}")
                 self._admin_client = KafkaAdmin(client, self.url, self.timeout_s)
             return self._admin_client
 
@@ -412,7 +414,7 @@ class KafkaLog(Log):
                 config = client_config(self._bootstrap, self._client_options, REQUIRED_PRODUCER)
                 config["error_cb"] = self._on_producer_error
                 self._fatal_error = None
-                self._producer_client = Producer(config)
+                self._producer_client = new_client(Producer, config, f"producing to {self.url}")
             return self._producer_client
 
     def _on_producer_error(self, error: Any) -> None:
@@ -436,7 +438,7 @@ class KafkaLog(Log):
 
                 options = {"group.id": READER_GROUP_ID, **self._client_options}
                 config = client_config(self._bootstrap, options, REQUIRED_CONSUMER)
-                self._consumer_client = Consumer(config)
+                self._consumer_client = new_client(Consumer, config, f"reading {self.url}")
                 self._reader = PartitionReader(self._consumer_client)
             return self._consumer_client
 

@@ -25,6 +25,7 @@ from streamtide.log.kafka_client import (
     client_config,
     error_name,
     log_client_error,
+    new_client,
     split_options,
     translate,
 )
@@ -74,7 +75,7 @@ class KafkaTransaction:
         #: (topic, partition) -> offset of the last record acknowledged there
         self.last_offsets: dict[tuple[str, int], int] = {}
         self._open = False
-        self.producer = Producer(config)
+        self.producer = new_client(Producer, config, f"starting producer {transactional_id}")
         init = self.producer.init_transactions
         self.call(lambda: init(self.timeout_s), "initialising the transactions of")
 
