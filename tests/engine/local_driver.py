@@ -94,8 +94,7 @@ class LocalDriver:
     def _purge(self) -> None:
         """As StreamsApp: delete the repartition records every consumer has committed."""
         assert isinstance(self.committer, KafkaBatchCommitter)
-        app = self.config.application_id
-        internal = {self.topology.resolve_topic(t, app) for t in self.topology.internal_topics}
+        internal = self._internal_topics()
         consumed = {}
         for task, partitions in self._task_sources().items():
             offsets = self.states.get(task, {}).get("offsets", {})
@@ -103,6 +102,10 @@ class LocalDriver:
                 if topic in internal and offset_key(topic, partition) in offsets:
                     consumed[(topic, partition)] = offsets[offset_key(topic, partition)]
         self.committer.purge(consumed)
+
+    def _internal_topics(self) -> set[str]:
+        app = self.config.application_id
+        return {self.topology.resolve_topic(t, app) for t in self.topology.internal_topics}
 
     def after_stage(self, result: StageResult) -> None:
         """Called once a stage is sealed (long-running executors learn the outcome here)."""
@@ -123,6 +126,9 @@ class LocalDriver:
             found = self.committer.committed_states(sources)
             for task in stage.task_ids:
                 self.states[task] = found[task].to_dict() if task in found else {}
+        # as StreamsApp: on Kafka a repartition partition is read whole (its offsets have
+        # gaps where aborted transactions were; a cap would cut batches elsewhere)
+        whole = self._internal_topics() if self.log.transactional else set()
         ranges: Ranges = {}
         for task in stage.task_ids:
             partition = int(task.split("_")[1])
@@ -130,8 +136,8 @@ class LocalDriver:
             ranges[task] = {}
             for topic in stage.source_topics:
                 start = offsets.get(offset_key(topic, partition), 0)
-                end = min(self.log.end_offset(topic, partition), start + 40)
-                ranges[task][topic] = (start, end)
+                end = self.log.end_offset(topic, partition)
+                ranges[task][topic] = (start, end if topic in whole else min(end, start + 40))
         return ranges, {t: i for t in stage.source_topics if (i := self.log.topic_id(t))}
 
     def _execute(self, batch: int, stage: Stage, ranges: Ranges) -> list[tuple[str, dict]]:
