@@ -190,6 +190,11 @@ def config_args(config) -> dict:
     }
 
 
+def ready_file(kills_file: str | Path, pid: int) -> Path:
+    """The file a driver creates once it holds its epoch and runs batches."""
+    return Path(f"{kills_file}.ready-{pid}")
+
+
 def make_config(args: dict):
     guarantee = args.get("guarantee", "exactly_once")
     return engine_config(
@@ -215,6 +220,7 @@ def main() -> None:
     rnd = random.Random(args.seed)
     kind = LongRunningExecutorDriver if args.execution == "continuous" else ChildExecutorDriver
     driver = kind(config, args.executor_kill, Path(args.kills_file), rnd, args.commit_kill)
+    ready_file(args.kills_file, os.getpid()).touch()  # the harness times its kill from here
     driver.run_until_caught_up(max_batches=10_000)
     if isinstance(driver, LongRunningExecutorDriver) and driver.sock is not None:
         send_message(driver.sock, {"kind": "stop"})

@@ -24,9 +24,13 @@ from tests.engine.scenarios import (
     session_topology,
     write_events,
 )
+from tests.faults.driver_process import ready_file
 from tests.faults.load import cpu_hog
 
 ROOT = Path(__file__).resolve().parents[2]
+#: Share of driver kills timed from the moment the driver runs batches (the others from its
+#: start, when it may still be starting Python: on a loaded machine that takes seconds).
+WHILE_WORKING = 0.8
 
 
 @dataclass
@@ -161,6 +165,8 @@ def _run_with_kills(
             fed.extend(chunk)
         process = start(n)
         n += 1
+        if rnd.random() < WHILE_WORKING:
+            _wait_until_ready(process, ready_file(kills_file, process.pid))
         time.sleep(rnd.uniform(0.3, max_wait))
         if process.poll() is None:
             if rnd.random() < 0.3:
@@ -217,3 +223,10 @@ def _run_with_kills(
         assert leftovers == [], f"unsealed segments of losing attempts remain: {leftovers}"
     run.seconds = round(time.monotonic() - started, 1)
     return run
+
+
+def _wait_until_ready(process: subprocess.Popen, ready: Path, timeout_s: float = 300.0) -> None:
+    """Wait until a driver runs batches (it created ``ready``) or ended."""
+    deadline = time.monotonic() + timeout_s
+    while not ready.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
