@@ -191,7 +191,8 @@ def config_args(config) -> dict:
 
 
 def ready_file(kills_file: str | Path, pid: int) -> Path:
-    """The file a driver creates once it holds its epoch and runs batches."""
+    """The file a driver creates once it holds its epoch and runs batches (in continuous
+    execution: once its long-running executor connected)."""
     return Path(f"{kills_file}.ready-{pid}")
 
 
@@ -220,6 +221,8 @@ def main() -> None:
     rnd = random.Random(args.seed)
     kind = LongRunningExecutorDriver if args.execution == "continuous" else ChildExecutorDriver
     driver = kind(config, args.executor_kill, Path(args.kills_file), rnd, args.commit_kill)
+    if isinstance(driver, LongRunningExecutorDriver):
+        driver._launch()  # its executor is up before it counts as running
     ready_file(args.kills_file, os.getpid()).touch()  # the harness times its kill from here
     driver.run_until_caught_up(max_batches=10_000)
     if isinstance(driver, LongRunningExecutorDriver) and driver.sock is not None:
