@@ -190,7 +190,7 @@ def _run_with_kills(
     run.executor_kills = kills_file.read_text().count("executor")
     expected = expected_outputs("session", fed)
     got = engine_outputs(log_url, "session")
-    differing: list[int] = []
+    differing: list[str] = []
     for partition, records in expected.items():
         run.expected += len(records)
         if guarantee == "exactly_once":
@@ -198,7 +198,9 @@ def _run_with_kills(
             run.lost += sum((want - have).values())
             run.duplicated += sum((have - want).values())
             if got.get(partition) != records:
-                differing.append(partition)
+                differing.append(
+                    f"{partition}: {_first_difference(records, got.get(partition, []))}"
+                )
         else:  # a repeated run counts its records again: counts may be higher, never lower
             final, reached = final_counts(records), final_counts(got.get(partition, []))
             run.lost += sum(1 for k, n in final.items() if reached.get(k, 0) < n)
@@ -227,6 +229,12 @@ def _run_with_kills(
         assert leftovers == [], f"unsealed segments of losing attempts remain: {leftovers}"
     run.seconds = round(time.monotonic() - started, 1)
     return run
+
+
+def _first_difference(want: list[tuple], got: list[tuple]) -> str:
+    """Where two output partitions part, with the records around it."""
+    at = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
+    return f"from record {at}: expected {want[at : at + 3]}, got {got[at : at + 3]}"
 
 
 def _wait_until_ready(process: subprocess.Popen, ready: Path, timeout_s: float = 300.0) -> None:
