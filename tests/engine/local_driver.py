@@ -126,8 +126,9 @@ class LocalDriver:
             found = self.committer.committed_states(sources)
             for task in stage.task_ids:
                 self.states[task] = found[task].to_dict() if task in found else {}
-        # as StreamsApp: on Kafka a repartition partition is read whole (its offsets have
-        # gaps where aborted transactions were; a cap would cut batches elsewhere)
+        # as StreamsApp: on Kafka a repartition partition is read whole, up to what earlier
+        # batches committed (its offsets have gaps where aborted transactions were; a cap
+        # would cut batches elsewhere)
         whole = self._internal_topics() if self.log.transactional else set()
         ranges: Ranges = {}
         for task in stage.task_ids:
@@ -136,8 +137,12 @@ class LocalDriver:
             ranges[task] = {}
             for topic in stage.source_topics:
                 start = offsets.get(offset_key(topic, partition), 0)
+                if topic in whole:
+                    assert isinstance(self.committer, KafkaBatchCommitter)
+                    ranges[task][topic] = (start, self.committer.settled_end(topic, partition))
+                    continue
                 end = self.log.end_offset(topic, partition)
-                ranges[task][topic] = (start, end if topic in whole else min(end, start + 40))
+                ranges[task][topic] = (start, min(end, start + 40))
         return ranges, {t: i for t in stage.source_topics if (i := self.log.topic_id(t))}
 
     def _execute(self, batch: int, stage: Stage, ranges: Ranges) -> list[tuple[str, dict]]:
