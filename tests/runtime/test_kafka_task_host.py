@@ -105,6 +105,13 @@ def test_a_work_unit_dying_in_and_after_its_commits_leaves_what_the_next_ones_re
     from streamtide.runtime.kafka_task_commit import KafkaTaskCommit
 
     setup = _KafkaSetup(kafka_url, tmp_path)
+    # an application of its own: consumer groups outlive the topics of other tests
+    setup.config = StreamsConfig(
+        application_id="deaths",
+        log=kafka_url,
+        log_options=dict(KAFKA_TEST_OPTIONS),
+        state_dir=str(tmp_path / "state"),
+    )
     keys = ["a", "b", "a", "c", "a", "b", "a"]
     setup.log.append("in", 0, [LogRecord(k.encode(), b"x", i + 1) for i, k in enumerate(keys)])
 
