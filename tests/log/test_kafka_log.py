@@ -50,6 +50,23 @@ def klog(open_kafka: Callable[..., KafkaLog]) -> KafkaLog:
     return open_kafka()
 
 
+def write_transactions(
+    producer, outcomes: tuple[tuple[str, bool], ...], *, flush: bool = False
+) -> None:
+    """One transaction of three records per ``(label, commit)`` to ``t``/0, committed or
+    aborted; ``flush``: the records reach the partition before the transaction ends."""
+    for label, commit in outcomes:
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce("t", f"{label}{i}".encode(), b"k", partition=0, timestamp=100 + i)
+        if flush:
+            producer.flush(10)
+        if commit:
+            producer.commit_transaction(10)
+        else:
+            producer.abort_transaction(10)
+
+
 def transactional_producer(log: KafkaLog, tid: str):
     from confluent_kafka import Producer
 
@@ -171,14 +188,7 @@ def test_reads_are_read_committed_and_stop_at_the_range_end_across_markers(
 ) -> None:
     klog.create_topic("t", 1)
     producer = transactional_producer(klog, "writer-1")
-    for label, commit in (("a", True), ("b", False), ("c", True)):
-        producer.begin_transaction()
-        for i in range(3):
-            producer.produce("t", f"{label}{i}".encode(), b"k", partition=0, timestamp=100 + i)
-        if commit:
-            producer.commit_transaction(10)
-        else:
-            producer.abort_transaction(10)
+    write_transactions(producer, (("a", True), ("b", False), ("c", True)))
     # Commit markers take offsets (Apache Kafka also keeps the aborted records and an abort
     # marker; the test broker drops both), so offsets have gaps.
     end = klog.end_offset("t", 0)
@@ -304,15 +314,8 @@ def test_committed_records_after_an_aborted_transaction_are_read_from_any_offset
     from a checkpoint there lost the store's state)."""
     klog.create_topic("t", 1)
     producer = transactional_producer(klog, "writer-2")
-    for label, commit in (("a", True), ("b", False), ("c", True), ("d", False), ("e", True)):
-        producer.begin_transaction()
-        for i in range(3):
-            producer.produce("t", f"{label}{i}".encode(), b"k", partition=0, timestamp=100 + i)
-        producer.flush(10)  # the records reach the partition before the abort
-        if commit:
-            producer.commit_transaction(10)
-        else:
-            producer.abort_transaction(10)
+    outcomes = (("a", True), ("b", False), ("c", True), ("d", False), ("e", True))
+    write_transactions(producer, outcomes, flush=True)  # aborted records reach the partition
     end = klog.end_offset("t", 0)
     visible = [(r.offset, r.value) for r in klog.read("t", 0)]
     assert [v for _, v in visible] == [
