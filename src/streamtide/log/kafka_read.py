@@ -7,12 +7,12 @@ the consumer's position has passed the range end, whichever comes first; it neve
 an offset that will not come. (An end-of-partition event below the range end is an old one,
 left queued by an earlier read: the range end was checked against the end offset.)
 
-A read_committed fetch that starts past an aborted transaction's abort marker can come back
+A read_committed read that starts past an aborted transaction's abort marker can come back
 without the committed records that the same producer (the same ``transactional.id``) wrote
-after it: the test broker lists that aborted transaction in every fetch response, whatever
-the fetch offset, and the client then skips the producer's records until an abort marker it
-never sees (Apache Kafka lists only aborted transactions that end at or after the fetch
-offset). A range of several offsets that comes back without any record is therefore read
+after it: the test broker can list that aborted transaction in the fetch response, and the
+client then skips the producer's records until an abort marker it never sees (Apache Kafka
+lists only aborted transactions that end at or after the fetch offset). A read from the
+partition's beginning passes the markers and is complete. A range of several offsets that comes back without any record is therefore read
 again from the partition's beginning, past every abort marker; the records before the range
 are passed over.
 
