@@ -12,9 +12,9 @@ without the committed records that the same producer (the same ``transactional.i
 after it: the test broker can list that aborted transaction in the fetch response, and the
 client then skips the producer's records until an abort marker it never sees (Apache Kafka
 lists only aborted transactions that end at or after the fetch offset). A read from the
-partition's beginning passes the markers and is complete. A range of several offsets that comes back without any record is therefore read
-again from the partition's beginning, past every abort marker; the records before the range
-are passed over.
+partition's beginning passes the markers and is complete. So a range of several offsets that
+comes back without any record is read again from the partition's beginning; the records
+before the range are passed over.
 
 Records are turned into the Arrow layout of ``Log.read_table`` (``segments.READ_SCHEMA``)
 column by column, without a ``LogRecord`` per record.
