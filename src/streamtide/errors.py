@@ -109,6 +109,12 @@ class InvalidTimestampError(StreamsProcessingError):
     """A record's timestamp is negative and ``invalid_timestamp_handler`` is ``"fail"``."""
 
 
+class StoreDamagedError(StoreError):
+    """A read (or write) of a store's local files failed on an open database: its files are
+    damaged. They are wiped when the store closes; the task rebuilds them from the changelog
+    and its batch is run again."""
+
+
 class InvalidStateStoreError(StoreError):
     """A store cannot be queried: unknown name, a kind that cannot be queried, an application
     that is not running, or its task unreachable for now (retry after the next batch)."""

@@ -38,8 +38,18 @@ class LocalDriver:
         if isinstance(self.committer, KafkaBatchCommitter):
             self.committer.fence_tasks(t for stage in self.stages for t in stage.task_ids)
         self.batch = resume_batch(last)
-        self.states: dict[str, dict[str, Any]] = dict(last.tasks) if last else {}
+        # as StreamsApp starts: the last commit's states, or (on Kafka) what Kafka holds
+        resumed = self.committer.resume_states(last, self._task_sources)
+        self.states: dict[str, dict[str, Any]] = {t: s.to_dict() for t, s in resumed.items()}
         self.global_ends: dict[str, list[int]] = {}
+
+    def _task_sources(self) -> dict[str, list[tuple[str, int]]]:
+        app = self.config.application_id
+        return {
+            t: source_partitions(self.topology, app, self.log, t)
+            for stage in self.stages
+            for t in stage.task_ids
+        }
 
     def lag(self) -> int:
         total = 0
@@ -55,6 +65,8 @@ class LocalDriver:
     def run_batch(self) -> int:
         """Run and commit one batch; returns the batch number."""
         batch = self.batch
+        if isinstance(self.committer, KafkaBatchCommitter):
+            self.committer.check_fence(batch)  # as StreamsApp: a newer driver took over?
         app = self.config.application_id
         self.global_ends = global_ends(self.app_dir, self.log, self.topology, app, batch)
         for stage in self.stages:
@@ -74,8 +86,26 @@ class LocalDriver:
                 self.states[task] = prepared.state
             self.after_stage(result)
         self.committer.commit(CommitRecord(batch, self.committer.epoch, dict(self.states)))
+        if isinstance(self.committer, KafkaBatchCommitter):
+            self._purge()
         self.batch = batch + 1
         return batch
+
+    def _purge(self) -> None:
+        """As StreamsApp: delete the repartition records every consumer has committed."""
+        assert isinstance(self.committer, KafkaBatchCommitter)
+        internal = self._internal_topics()
+        consumed = {}
+        for task, partitions in self._task_sources().items():
+            offsets = self.states.get(task, {}).get("offsets", {})
+            for topic, partition in partitions:
+                if topic in internal and offset_key(topic, partition) in offsets:
+                    consumed[(topic, partition)] = offsets[offset_key(topic, partition)]
+        self.committer.purge(consumed)
+
+    def _internal_topics(self) -> set[str]:
+        app = self.config.application_id
+        return {self.topology.resolve_topic(t, app) for t in self.topology.internal_topics}
 
     def after_stage(self, result: StageResult) -> None:
         """Called once a stage is sealed (long-running executors learn the outcome here)."""
@@ -96,6 +126,10 @@ class LocalDriver:
             found = self.committer.committed_states(sources)
             for task in stage.task_ids:
                 self.states[task] = found[task].to_dict() if task in found else {}
+        # as StreamsApp: on Kafka a repartition partition is read whole, up to what earlier
+        # batches committed (its offsets have gaps where aborted transactions were; a cap
+        # would cut batches elsewhere)
+        whole = self._internal_topics() if self.log.transactional else set()
         ranges: Ranges = {}
         for task in stage.task_ids:
             partition = int(task.split("_")[1])
@@ -103,8 +137,12 @@ class LocalDriver:
             ranges[task] = {}
             for topic in stage.source_topics:
                 start = offsets.get(offset_key(topic, partition), 0)
-                end = min(self.log.end_offset(topic, partition), start + 40)
-                ranges[task][topic] = (start, end)
+                if topic in whole:
+                    assert isinstance(self.committer, KafkaBatchCommitter)
+                    ranges[task][topic] = (start, self.committer.settled_end(topic, partition))
+                    continue
+                end = self.log.end_offset(topic, partition)
+                ranges[task][topic] = (start, min(end, start + 40))
         return ranges, {t: i for t in stage.source_topics if (i := self.log.topic_id(t))}
 
     def _execute(self, batch: int, stage: Stage, ranges: Ranges) -> list[tuple[str, dict]]:

@@ -59,6 +59,41 @@ def test_a_killed_work_unit_is_replaced_and_nothing_is_lost(spark, log_url, tmp_
     assert engine_outputs(log_url, "session") == expected_outputs("session", events)
 
 
+def test_a_work_unit_that_dies_between_batches_is_replaced_before_the_next_batch(
+    spark, log_url, tmp_path
+) -> None:
+    """The application is idle (no batch runs until ``run_until_caught_up`` is called
+    again): a work unit's Python worker is killed. The driver notices its connection close
+    and launches a replacement at once, without a batch; the next batch runs on it, exactly
+    once."""
+    events = make_events(300, seed=34)
+    write_events(log_url, events[:150])
+    config = engine_config(log_url, str(tmp_path / "state"), execution="continuous")
+    app = StreamsApp(session_topology(), config, spark=spark)
+    app.run_until_caught_up(timeout=300)
+    batches = len(app.history)
+    key, victim = next((k, s) for k, s in app._workers.slots().items() if s["connected"])
+    os.kill(victim["pid"], signal.SIGKILL)
+    killed = time.monotonic()
+    deadline = killed + 120
+    now = app._workers.slots()[key]
+    while time.monotonic() < deadline and not (
+        now["connected"] and now["generation"] > victim["generation"]
+    ):
+        time.sleep(0.01)
+        now = app._workers.slots()[key]
+    took = time.monotonic() - killed
+    print(f"\nwork unit {key} replaced {took:.2f} s after its worker was killed")
+    assert now["connected"] and now["generation"] == victim["generation"] + 1
+    assert now["pid"] != victim["pid"] and app._workers.replaced == 1
+    assert len(app.history) == batches and app._workers.launched == 3  # no batch ran
+    write_events(log_url, events[150:])
+    app.run_until_caught_up(timeout=300)
+    assert app._workers.launched == 3  # the next batch ran on the replacement
+    app.stop()
+    assert engine_outputs(log_url, "session") == expected_outputs("session", events)
+
+
 def test_work_units_older_than_their_maximum_age_are_replaced(spark, log_url, tmp_path) -> None:
     events = make_events(200, seed=33)
     write_events(log_url, events)

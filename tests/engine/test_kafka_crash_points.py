@@ -1,80 +1,92 @@
-"""Every crash point of the commit protocol on Kafka, without Spark.
+"""Every crash point of a batch on Kafka, without Spark.
 
-The driver of ``test_crash_points`` runs the same two-stage topology (a repartition, then a
-count) with real work units and stores, on Kafka: each task commits its outputs, repartition
-and changelog records and input offsets in its own transaction. The driver "dies" right after
-its n-th write, counting both its protocol records and every task's transaction commit (a
-task that committed but whose report never reached the driver); a new driver must reach
-exactly the outcome of a run that never crashed, and no transaction may stay open.
+The driver process of ``test_crash_points`` (``tests.engine.crash_driver``) runs the same
+two-stage topology (a repartition, then a count) on Kafka, where each task commits its
+outputs, repartition and changelog records and input offsets in its own transaction, and dies
+(``os._exit``) at a chosen step: after its fencing transaction, after the ranges are recorded,
+after a task's producer is initialised, with a task's records (then also its offsets) in an
+open transaction, after a task's commit, after its read-back, after its stores took the run's
+writes, after the prepare, seal and commit records, after the purge of repartition records;
+and while it restarts (after fencing some of the tasks). Each task step is taken at the
+second task of the first batch: one task's transaction committed, the others' not, no batch
+committed yet. A new driver must reach the outcome of a run that never crashed: every count
+exactly once (the test driver's) at read_committed, no transaction left open.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from streamtide.runtime.kafka_task_commit import KafkaTaskCommit
+from tests.engine.crash_driver import KAFKA_STEPS
+from tests.engine.crash_points import (
+    check_counts,
+    counting_topology,
+    crash_and_restart,
+    crash_events,
+    crash_points,
+    expected_counts,
+    leftovers,
+    outcome,
+    reference_trace,
+)
 from tests.engine.local_driver import LocalDriver
-from tests.engine.scenarios import engine_config, make_events, write_events
-from tests.engine.test_crash_points import DriverDied, counting_topology, outcome
-from tests.engine.test_crash_points import die_after as crash_after
+from tests.engine.scenarios import engine_config, log_options_for, write_events
 from tests.kafka_broker import delete_all_topics
 
 pytestmark = pytest.mark.kafka
 
+STEPS = [s.name for s in KAFKA_STEPS] + ["restart"]
 
-def kafka_setup(broker, tmp_path, app: str):
-    """Fresh topics, the crash test's input (timestamps Kafka stores) and a config."""
+
+def fresh(broker) -> str:
+    """An empty broker with the input (each run has its own application id: a consumer
+    group's offsets outlive the topics)."""
     delete_all_topics(broker)
-    events = [(u, v, ts + 1_000_000) for u, v, ts in make_events(60, seed=11)]
-    write_events(broker.url, events)
-    return engine_config(broker.url, str(tmp_path / "state"), app=app)
+    write_events(broker.url, crash_events(kafka=True))
+    return broker.url
 
 
-def renamed(records: dict, app: str) -> dict:
-    """Records by topic with the application id taken out of internal topics' names (each
-    run has its own id: a consumer group's offsets outlive the topics)."""
-    return {(t.replace(app, "<app>"), p): r for (t, p), r in records.items()}
+@pytest.fixture(scope="module")
+def reference(kafka_broker, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("kafka-reference")
+    log_url = fresh(kafka_broker)
+    trace = reference_trace(log_url, str(tmp / "state"), "crash-reference", tmp)
+    config = engine_config(log_url, str(tmp / "state"), app="crash-reference")
+    expected = outcome(LocalDriver(counting_topology(), config), "crash-reference")
+    check_counts(expected, expected_counts(crash_events(kafka=True)))
+    return expected, trace
 
 
-def renamed_states(states: dict, app: str) -> dict:
-    return {
-        task: {
-            **state,
-            "offsets": {k.replace(app, "<app>"): v for k, v in state["offsets"].items()},
-        }
-        for task, state in states.items()
-    }
+def run_points(broker, tmp: Path, reference, points, name: str) -> None:
+    expected, _ = reference
+    counts = expected_counts(crash_events(kafka=True))
+    for n, point in enumerate(points):
+        app = f"crash-{name}-{n}"
+        log_url = fresh(broker)
+        driver = crash_and_restart(log_url, str(tmp / app), app, point)
+        found = outcome(driver, app)
+        check_counts(found, counts)
+        assert found == expected, f"a crash at {point} changed the outcome"
+        assert leftovers(log_url, log_options_for(log_url)) == [], (
+            f"transactions left open after a crash at {point}"
+        )
 
 
-def die_after(driver: LocalDriver, n: int, patch: pytest.MonkeyPatch) -> list[int]:
-    """Make the driver die right after its n-th write: a protocol record or a task's
-    transaction commit (a task that committed, but whose report never reached the driver)."""
-    return crash_after(driver, n, ((KafkaTaskCommit, "commit"),), patch.setattr)
-
-
-def test_a_driver_dying_after_any_write_on_kafka_leaves_a_state_a_new_driver_completes(
-    kafka_broker, tmp_path, monkeypatch
+@pytest.mark.parametrize("step", STEPS)
+def test_a_driver_killed_at_a_step_of_a_batch_on_kafka_leaves_what_a_restart_completes(
+    kafka_broker, tmp_path, reference, step
 ) -> None:
-    config = kafka_setup(kafka_broker, tmp_path / "reference", "crash-reference")
-    reference = LocalDriver(counting_topology(), config)
-    with monkeypatch.context() as patch:
-        count = die_after(reference, -1, patch)
-        reference.run_until_caught_up()
-    writes = count[0]
-    expected_states, expected_records = outcome(reference)
-    expected_records = renamed(expected_records, "crash-reference")
-    assert reference.batch >= 2 and writes > 20, writes
-    assert sum(len(r) for (t, _), r in expected_records.items() if t == "out") > 0
-    for crash_at in range(1, writes + 1):
-        app = f"crash-{crash_at}"
-        config = kafka_setup(kafka_broker, tmp_path / app, app)
-        first = LocalDriver(counting_topology(), config)
-        with monkeypatch.context() as patch:
-            die_after(first, crash_at, patch)
-            with pytest.raises(DriverDied):
-                first.run_until_caught_up()
-        second = LocalDriver(counting_topology(), config)  # fences what the first left open
-        second.run_until_caught_up()
-        states, records = outcome(second)
-        assert renamed(records, app) == expected_records, f"crash after write {crash_at}"
-        assert renamed_states(states, app) == renamed_states(expected_states, "crash-reference")
+    points = crash_points(reference[1], kafka=True)
+    chosen = [p for p in points if (len(p) > 2 if step == "restart" else p[0] == step)]
+    assert chosen
+    run_points(kafka_broker, tmp_path, reference, chosen, step)
+
+
+@pytest.mark.faults
+def test_a_driver_killed_at_every_occurrence_of_every_step_on_kafka(
+    kafka_broker, tmp_path, reference
+) -> None:
+    points = crash_points(reference[1], kafka=True, every=True)
+    run_points(kafka_broker, tmp_path, reference, points, "every")

@@ -64,3 +64,46 @@ def test_a_recreated_shorter_input_topic_stops_the_application(spark, log_url, t
     reset = config.with_overrides(auto_offset_reset="earliest")
     StreamsApp(session_topology(), reset, spark=spark).run_until_caught_up(timeout=300)
     assert engine_outputs(log_url, "session") == expected_outputs("session", events + later)
+
+
+def test_a_changed_record_before_the_committed_offset_means_a_recreated_topic() -> None:
+    lost = SourcePosition("events", 1, 40, 0, 100, None, None, "offset 39 (timestamp 7)")
+    with pytest.raises(InputTopicChangedError, match=r"no longer holds the record .* offset 39"):
+        input_start(lost, None)
+    assert input_start(lost, "earliest") == 0 and input_start(lost, "latest") == 100
+
+
+def recreated_events(events: list, length: str) -> list:
+    """Later events for a re-created input topic whose partitions hold fewer, as many or
+    more records than ``events`` put there (the same keys, later timestamps, new ids)."""
+    later = [(u, {**v, "id": f"new-{i}"}, ts + 2_000_000) for i, (u, v, ts) in enumerate(events)]
+    if length == "shorter":
+        return later[: len(later) // 3]
+    return later + later[:40] if length == "longer" else later
+
+
+@pytest.mark.spark
+@pytest.mark.kafka
+@pytest.mark.parametrize("length", ["shorter", "as-long", "longer"])
+def test_a_recreated_kafka_input_topic_is_never_read_from_the_old_offsets(
+    spark, kafka_url, tmp_path, length
+) -> None:
+    """Kafka reports no topic ids here: the application finds the re-created topic by the
+    record it read last before its committed offset, which the new topic does not hold,
+    also a driver with an empty application directory (the marks live in Kafka)."""
+    events = [(u, v, ts + 1_000_000) for u, v, ts in make_events(120, seed=31)]
+    write_events(kafka_url, events)
+    app = f"recreated-{length}"
+    config = engine_config(kafka_url, str(tmp_path / "state"), app=app, execution="micro_batch")
+    StreamsApp(session_topology(), config, spark=spark).run_until_caught_up(timeout=300)
+    log = open_log(kafka_url, **config.log_options)
+    log.delete_topic("events")
+    later = recreated_events(events, length)
+    write_events(kafka_url, later)
+    elsewhere = config.with_overrides(state_dir=str(tmp_path / "other-machine"))
+    for each in (config, elsewhere):
+        with pytest.raises(InputTopicChangedError, match="'events' was deleted and re-created"):
+            StreamsApp(session_topology(), each, spark=spark).run_until_caught_up(timeout=300)
+    reset = config.with_overrides(auto_offset_reset="earliest")
+    StreamsApp(session_topology(), reset, spark=spark).run_until_caught_up(timeout=300)
+    assert engine_outputs(kafka_url, "session") == expected_outputs("session", events + later)

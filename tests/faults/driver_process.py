@@ -39,9 +39,24 @@ MAX_ATTEMPTS = 20
 class ChildExecutorDriver(LocalDriver):
     """LocalDriver whose work units run in killable child processes."""
 
-    def __init__(self, config, kill_probability: float, kills_file: Path, rnd) -> None:
+    def __init__(
+        self, config, kill_probability: float, kills_file: Path, rnd, commit_kill: float = 0.0
+    ) -> None:
         super().__init__(session_topology(), config)
         self.kill_probability, self.kills_file, self.rnd = kill_probability, kills_file, rnd
+        self.commit_kill = commit_kill
+
+    def child_env(self) -> dict[str, str]:
+        """The executor's environment: with ``commit_kill``, it dies inside some of its
+        tasks' Kafka commits (``executor_process.die_inside_commits``)."""
+        if not self.commit_kill:
+            return dict(os.environ)
+        return {
+            **os.environ,
+            "STREAMTIDE_FAULTS_COMMIT_KILL": str(self.commit_kill),
+            "STREAMTIDE_FAULTS_SEED": str(self.rnd.random()),
+            "STREAMTIDE_FAULTS_KILLS": str(self.kills_file),
+        }
 
     def _spec(self, batch, stage, ranges: Ranges) -> dict:
         return {
@@ -68,6 +83,7 @@ class ChildExecutorDriver(LocalDriver):
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 text=True,
+                env=self.child_env(),
             )
             timer = None
             if self.rnd.random() < self.kill_probability:
@@ -95,8 +111,10 @@ class LongRunningExecutorDriver(ChildExecutorDriver):
     execution): it keeps its tasks open between batches and learns each sealed outcome over
     the control channel; a killed one is replaced and the stage retried."""
 
-    def __init__(self, config, kill_probability: float, kills_file: Path, rnd) -> None:
-        super().__init__(config, kill_probability, kills_file, rnd)
+    def __init__(
+        self, config, kill_probability: float, kills_file: Path, rnd, commit_kill: float = 0.0
+    ) -> None:
+        super().__init__(config, kill_probability, kills_file, rnd, commit_kill)
         self.server = socket.create_server(("127.0.0.1", 0))
         self.server.settimeout(120)
         self.secret = new_secret()
@@ -111,7 +129,8 @@ class LongRunningExecutorDriver(ChildExecutorDriver):
             [
                 *(sys.executable, "-m", "tests.faults.executor_process", "--serve"),
                 *("127.0.0.1", port, self.secret, self.identity.fingerprint, args),
-            ]
+            ],
+            env=self.child_env(),
         )
         raw, _ = self.server.accept()
         conn, _ = accept(raw, self.identity, self.secret)
@@ -171,6 +190,12 @@ def config_args(config) -> dict:
     }
 
 
+def ready_file(kills_file: str | Path, pid: int) -> Path:
+    """The file a driver creates once it holds its epoch and runs batches (in continuous
+    execution: once its long-running executor connected)."""
+    return Path(f"{kills_file}.ready-{pid}")
+
+
 def make_config(args: dict):
     guarantee = args.get("guarantee", "exactly_once")
     return engine_config(
@@ -188,13 +213,17 @@ def main() -> None:
     parser.add_argument("--execution", choices=["continuous", "micro_batch"], default="micro_batch")
     parser.add_argument("--app", default="faults")
     parser.add_argument("--guarantee", default="exactly_once")
+    parser.add_argument("--commit-kill", type=float, default=0.0)
     args = parser.parse_args()
     config = make_config(
         {"log": args.log, "state_dir": args.state_dir, "app": args.app, "guarantee": args.guarantee}
     )
     rnd = random.Random(args.seed)
     kind = LongRunningExecutorDriver if args.execution == "continuous" else ChildExecutorDriver
-    driver = kind(config, args.executor_kill, Path(args.kills_file), rnd)
+    driver = kind(config, args.executor_kill, Path(args.kills_file), rnd, args.commit_kill)
+    if isinstance(driver, LongRunningExecutorDriver):
+        driver._launch()  # its executor is up before it counts as running
+    ready_file(args.kills_file, os.getpid()).touch()  # the harness times its kill from here
     driver.run_until_caught_up(max_batches=10_000)
     if isinstance(driver, LongRunningExecutorDriver) and driver.sock is not None:
         send_message(driver.sock, {"kind": "stop"})

@@ -24,7 +24,46 @@ from tests.engine.scenarios import session_topology
 from tests.faults.driver_process import make_config
 
 
+def die_inside_commits(probability: float, seed: str, kills_file: str) -> None:
+    """With ``probability`` per task transaction, end this process (SIGKILL-like:
+    ``os._exit``) a few milliseconds into its commit: while ``commit_transaction`` waits for
+    the broker, or just after it returned, before the read-back."""
+    import random
+    import threading
+    import time
+
+    from streamtide.log.kafka_transaction import KafkaTransaction
+
+    rnd = random.Random(seed)
+    commit = KafkaTransaction.commit
+
+    def dying_commit(self: KafkaTransaction) -> None:
+        if not self.where.startswith("task ") or rnd.random() >= probability:
+            commit(self)
+            return
+        returned = threading.Event()
+
+        def die() -> None:
+            time.sleep(rnd.uniform(0.0, 0.004))
+            with open(kills_file, "a") as f:
+                f.write("commit-after\n" if returned.is_set() else "commit-inside\n")
+            os._exit(137)
+
+        threading.Thread(target=die, daemon=True).start()
+        commit(self)
+        returned.set()
+        time.sleep(1.0)  # the process dies here at the latest
+
+    KafkaTransaction.commit = dying_commit  # type: ignore[method-assign]
+
+
 def main() -> None:
+    if os.environ.get("STREAMTIDE_FAULTS_COMMIT_KILL"):
+        die_inside_commits(
+            float(os.environ["STREAMTIDE_FAULTS_COMMIT_KILL"]),
+            os.environ["STREAMTIDE_FAULTS_SEED"],
+            os.environ["STREAMTIDE_FAULTS_KILLS"],
+        )
     if sys.argv[1:2] == ["--serve"]:
         serve(*sys.argv[2:7])
         return

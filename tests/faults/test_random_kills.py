@@ -56,6 +56,31 @@ def test_thirty_driver_kills_and_ten_executor_kills(
     assert (run.lost, run.duplicated) == (0, 0)
 
 
+@pytest.mark.faults
+@pytest.mark.parametrize("log", ["file", "kafka"])
+@pytest.mark.parametrize("execution", ["continuous", "micro_batch"])
+def test_kills_under_load(tmp_path, request, execution, log) -> None:
+    """The load mode: a CPU hog keeps the load average at twice the cores or more while
+    drivers (alone, or with their executors) and executors are killed at random moments; on
+    Kafka, executors also die inside their tasks' commits. 60 driver kills and 20 executor
+    kills or more per run."""
+    run = run_with_kills(
+        tmp_path,
+        events=6000,
+        driver_kills=60,
+        executor_kill=0.4,
+        seed=303,
+        min_executor_kills=20,
+        execution=execution,
+        kafka_url=request.getfixturevalue("kafka_url") if log == "kafka" else None,
+        load=2.0,
+        commit_kill=0.05 if log == "kafka" else 0.0,
+    )
+    print(f"\nkills under load ({execution}, {log} log): {run}", flush=True)
+    assert run.driver_kills >= 60 and run.executor_kills + run.commit_kills >= 20
+    assert (run.lost, run.duplicated) == (0, 0)
+
+
 @pytest.mark.kafka
 def test_random_kills_at_least_once_on_kafka_lose_nothing(tmp_path, kafka_url) -> None:
     """Without transactions a killed attempt's records can stay and be written again by the

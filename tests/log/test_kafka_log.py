@@ -50,6 +50,23 @@ def klog(open_kafka: Callable[..., KafkaLog]) -> KafkaLog:
     return open_kafka()
 
 
+def write_transactions(
+    producer, outcomes: tuple[tuple[str, bool], ...], *, flush: bool = False
+) -> None:
+    """One transaction of three records per ``(label, commit)`` to ``t``/0, committed or
+    aborted; ``flush``: the records reach the partition before the transaction ends."""
+    for label, commit in outcomes:
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce("t", f"{label}{i}".encode(), b"k", partition=0, timestamp=100 + i)
+        if flush:
+            producer.flush(10)
+        if commit:
+            producer.commit_transaction(10)
+        else:
+            producer.abort_transaction(10)
+
+
 def transactional_producer(log: KafkaLog, tid: str):
     from confluent_kafka import Producer
 
@@ -173,14 +190,7 @@ def test_reads_are_read_committed_and_stop_at_the_range_end_across_markers(
 ) -> None:
     klog.create_topic("t", 1)
     producer = transactional_producer(klog, "writer-1")
-    for label, commit in (("a", True), ("b", False), ("c", True)):
-        producer.begin_transaction()
-        for i in range(3):
-            producer.produce("t", f"{label}{i}".encode(), b"k", partition=0, timestamp=100 + i)
-        if commit:
-            producer.commit_transaction(10)
-        else:
-            producer.abort_transaction(10)
+    write_transactions(producer, (("a", True), ("b", False), ("c", True)))
     # Commit markers take offsets (Apache Kafka also keeps the aborted records and an abort
     # marker; the test broker drops both), so offsets have gaps.
     end = klog.end_offset("t", 0)
@@ -322,3 +332,27 @@ def test_reads_that_continue_where_the_last_stopped_see_new_records(klog: KafkaL
     klog.append("t", 1, recs(1, "other"))
     assert [r.value for r in klog.read("t", 1)] == [b"other0"]  # another partition
     assert [r.offset for r in klog.read("t", 0, 0, 2)] == [0, 1]  # and back, seeking again
+
+
+@pytest.mark.kafka
+def test_committed_records_after_an_aborted_transaction_are_read_from_any_offset(
+    klog: KafkaLog,
+) -> None:
+    """An aborted transaction whose records reached the partition, then committed ones of the
+    same producer (a task's changelog after a work unit died in its transaction): a range
+    starting past the abort marker returns them (the test broker alone hid them; a restore
+    from a checkpoint there lost the store's state)."""
+    klog.create_topic("t", 1)
+    producer = transactional_producer(klog, "writer-2")
+    outcomes = (("a", True), ("b", False), ("c", True), ("d", False), ("e", True))
+    write_transactions(producer, outcomes, flush=True)  # aborted records reach the partition
+    end = klog.end_offset("t", 0)
+    visible = [(r.offset, r.value) for r in klog.read("t", 0)]
+    assert [v for _, v in visible] == [
+        b"a0", b"a1", b"a2", b"c0", b"c1", b"c2", b"e0", b"e1", b"e2",
+    ]  # fmt: skip
+    for start in range(end + 1):
+        expected = [(o, v) for o, v in visible if o >= start]
+        assert [(r.offset, r.value) for r in klog.read("t", 0, start, end)] == expected, start
+        table = klog.read_table("t", 0, start, end)
+        assert table.column("offset").to_pylist() == [o for o, _ in expected], start

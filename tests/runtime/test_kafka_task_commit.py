@@ -68,6 +68,27 @@ def test_a_run_is_done_once_and_found_committed_after(klog) -> None:
     group.close()
 
 
+def test_a_run_never_reads_from_before_the_committed_offsets(klog) -> None:
+    """A restarted driver resumes a stage with the ranges its predecessor recorded, while
+    the state it plans from came from Kafka, where the run already committed (the first batch
+    was never recorded as committed): the planned state equals Kafka's, the ranges start
+    before its offsets. Running them would process those records a second time."""
+    group = GroupOffsets(klog, "app")
+    commit = task_commit(klog, group)
+    done = TaskCommittedState({"in:1": 5}, stream_time=1_004)
+    commit.commit([("out", 0, columns(b"a"))], done)
+    again = commit.decide(done.to_dict(), {"in": [0, 5]})
+    assert again.done and again.state == done
+    overlapping = commit.decide(done.to_dict(), {"in": [3, 8]})
+    assert (overlapping.done, overlapping.state, overlapping.ranges) == (
+        False,
+        done,
+        {"in": [5, 8]},
+    )
+    commit.close()
+    group.close()
+
+
 def test_a_transaction_a_dead_producer_left_open_is_aborted_by_the_next_one(klog) -> None:
     group = GroupOffsets(klog, "app")
     dead = task_commit(klog, group)

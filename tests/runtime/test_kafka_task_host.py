@@ -73,3 +73,75 @@ def test_a_standby_follows_a_kafka_changelog_and_takes_over_exactly(kafka_url, t
     assert (store.get("a"), store.get("b"), store.get("c")) == (2, 2, 1)
     standby.close()
     active.close()
+
+
+def _dies_once(monkeypatch, owner: Any, name: str, after: bool) -> None:
+    """``owner.name`` ends its work unit once: before doing its work (``after`` False) or
+    right after it (as a process killed there would, its caller gets no further)."""
+    original = getattr(owner, name)
+    calls = []
+
+    def dying(self, *args: Any, **kwargs: Any) -> Any:
+        if calls:
+            return original(self, *args, **kwargs)
+        calls.append(name)
+        if after:
+            original(self, *args, **kwargs)
+        raise RuntimeError(f"the work unit died {'after' if after else 'in'} {name}")
+
+    monkeypatch.setattr(owner, name, dying)
+
+
+def test_a_work_unit_dying_in_and_after_its_commits_leaves_what_the_next_ones_restore(
+    kafka_url, tmp_path, monkeypatch
+) -> None:
+    """Continuous execution, work units of one executor replaced after deaths: one dies in a
+    task's commit (its transaction, with changelog records, is aborted), the next dies right
+    after Kafka committed a run its stores never took (its checkpoint lies past the abort
+    marker), and the third restores the store from that checkpoint, finds the retried run
+    committed and runs the next. Every output and count is the one a run without deaths
+    reaches."""
+    from streamtide.log.kafka_transaction import KafkaTransaction
+    from streamtide.runtime.kafka_task_commit import KafkaTaskCommit
+
+    setup = _KafkaSetup(kafka_url, tmp_path)
+    # an application of its own: consumer groups outlive the topics of other tests
+    setup.config = StreamsConfig(
+        application_id="deaths",
+        log=kafka_url,
+        log_options=dict(KAFKA_TEST_OPTIONS),
+        state_dir=str(tmp_path / "state"),
+    )
+    keys = ["a", "b", "a", "c", "a", "b", "a"]
+    setup.log.append("in", 0, [LogRecord(k.encode(), b"x", i + 1) for i, k in enumerate(keys)])
+
+    def new_work_unit() -> TaskHost:  # a process of its own: its own Kafka clients
+        setup.log = open_log(kafka_url, **KAFKA_TEST_OPTIONS)
+        return setup.host_for("c1")
+
+    first = new_work_unit()
+    zero = setup.run_on(first, 0, 0, 2, {})
+    _dies_once(monkeypatch, KafkaTransaction, "commit", after=False)
+    with pytest.raises(RuntimeError, match="died in commit"):
+        setup.run_on(first, 1, 2, 4, zero["state"])
+    first.close()
+
+    second = new_work_unit()  # the replacement work unit: the aborted run again
+    one = setup.run_on(second, 1, 2, 4, zero["state"])
+    _dies_once(monkeypatch, KafkaTaskCommit, "_confirm", after=True)
+    with pytest.raises(RuntimeError, match="died after _confirm"):
+        setup.run_on(second, 2, 4, 6, one["state"])
+    second.close()
+
+    third = new_work_unit()
+    retried = setup.run_on(third, 2, 4, 6, one["state"])  # the driver never heard of it
+    assert retried["already_committed"] and retried["state"]["offsets"] == {"in:0": 6}
+    setup.run_on(third, 3, 6, 7, retried["state"])
+
+    rows = read_committed(setup.url, "counts-out")[0]
+    assert [(k, int.from_bytes(v, "big")) for k, v, _ in rows] == [
+        (b"a", 1), (b"b", 1), (b"a", 2), (b"c", 1), (b"a", 3), (b"b", 2), (b"a", 4),
+    ]  # fmt: skip
+    store = third._active["0_0"].task.stores.get("counts")
+    assert (store.get("a"), store.get("b"), store.get("c")) == (4, 2, 1)
+    third.close()

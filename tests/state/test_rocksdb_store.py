@@ -11,7 +11,7 @@ import pytest
 import streamtide.state.rocksdb as rocksdb_module
 from streamtide import Consumed, Materialized, Processor, Serdes, StreamsBuilder, StreamsConfig
 from streamtide.dsl.params import DEFAULT_STORE_TYPE
-from streamtide.errors import StoreError
+from streamtide.errors import StoreDamagedError, StoreError
 from streamtide.processor.topology import Topology
 from streamtide.record import Record
 from streamtide.state import RocksDBKeyValueBytesStore, Stores
@@ -48,6 +48,38 @@ def test_a_database_with_damaged_files_is_wiped_and_opens_empty(tmp_path: Path) 
     again = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
     assert again.created_fresh and "are damaged" in (again.wiped_reason or "")
     assert list(again.all()) == []
+    again.close()
+
+
+def damage_data_blocks(directory: Path) -> int:
+    """Overwrite the start of every SST file: its first data block, which opening the
+    database does not read (it reads the index and metadata at the end of the file)."""
+    files = sorted(directory.glob("*.sst"))
+    for sst in files:
+        with open(sst, "r+b") as f:
+            f.write(b"\xff" * 16)
+    return len(files)
+
+
+def test_damage_first_seen_on_a_read_fails_the_read_and_wipes_the_files_at_close(
+    tmp_path: Path,
+) -> None:
+    store = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+    store.put_all([(b"k%03d" % i, b"v" * 20) for i in range(50)])
+    store.close()
+    RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db").close()  # to an SST file
+    assert damage_data_blocks(tmp_path / "db") > 0
+    damaged = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+    assert damaged.wiped_reason is None  # opening did not notice
+    with pytest.raises(StoreDamagedError, match="'s': reading its local RocksDB files"):
+        damaged.get(b"k001")
+    with pytest.raises(StoreDamagedError):  # a scan never ends early as if the data ended
+        list(damaged.range(b"k000", b"k049"))
+    with pytest.raises(StoreDamagedError):
+        list(damaged.range(None, None, reverse=True))
+    damaged.close()
+    again = RocksDBKeyValueBytesStore("s").open_standalone(tmp_path / "db")
+    assert again.created_fresh and list(again.all()) == []
     again.close()
 
 

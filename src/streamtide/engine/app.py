@@ -208,9 +208,9 @@ class StreamsApp:
             self.committer.fence_tasks(t for stage in self.stages for t in stage.task_ids)
         check_resource_names(self.app_dir, self.topology, self.config)
         self._next_batch = resume_batch(last)
+        self._task_states = self.committer.resume_states(last, self._task_sources)
         if last is not None:
             batch = last.batch
-            self._task_states = {t: TaskCommittedState.from_dict(s) for t, s in last.tasks.items()}
             self._topic_ids = dict(last.topic_ids)
             stored = self.app_dir.read_assignment(batch)
             if stored is not None:
@@ -223,8 +223,6 @@ class StreamsApp:
             self._owners = dict(last.owners)
             self._placement = _stored_placement(last.owners, stored)
             log.info("resuming %s after committed batch %d", self.config.application_id, batch)
-        elif isinstance(self.committer, KafkaBatchCommitter):  # Kafka may know the tasks
-            self._task_states = self.committer.committed_states(self._task_sources())
         if self.config.execution == "continuous" and self._workers is None:
             self._workers = ContinuousWorkers(
                 self._launcher,
@@ -714,27 +712,41 @@ class StreamsApp:
             assert isinstance(self.committer, KafkaBatchCommitter)
             available.update(self.committer.settled_ends(k for k in keys if k[0] in whole))
         windows = {}
+        moved_by_task: dict[str, set[str]] = {}  # offsets auto_offset_reset moved, per task
         for topic, partition in keys:
-            state = self._task_states.get(f"{stage.subtopology}_{partition}")
+            task = f"{stage.subtopology}_{partition}"
+            state = self._task_states.get(task)
             end = available[(topic, partition)]
+            committed = state.offsets.get(offset_key(topic, partition)) if state else None
+            lost = None
+            if isinstance(self.committer, KafkaBatchCommitter) and topic not in whole:
+                lost = self.committer.changed_source(topic, partition, committed, end)
             start = input_start(
                 SourcePosition(
                     topic,
                     partition,
-                    state.offsets.get(offset_key(topic, partition)) if state else None,
+                    committed,
                     begins[(topic, partition)],
                     end,
                     self._topic_ids.get(topic),
                     topic_ids.get(topic),
+                    lost.describe() if lost is not None else None,
                 ),
                 self.config.auto_offset_reset,
             )
+            if committed is not None and start != committed:
+                moved_by_task.setdefault(task, set()).add(offset_key(topic, partition))
             if topic in whole:
                 windows[(topic, partition)] = (start, max(start, end))
                 continue
             capped = min(end, start + cap)
             self._batch_full = self._batch_full or end > capped
             windows[(topic, partition)] = (start, max(start, capped))
+        if isinstance(self.committer, KafkaBatchCommitter):
+            for task, moved in moved_by_task.items():
+                state = self._task_states.get(task)
+                if state is not None:
+                    self._commit_reset(task, state, windows, moved)
         ends = aligned_ends(
             self.log, {k: w for k, w in windows.items() if k[0] not in whole}, available
         )
@@ -743,6 +755,26 @@ class StreamsApp:
         for (topic, partition), (start, _) in windows.items():
             ranges[f"{stage.subtopology}_{partition}"][topic] = (start, ends[(topic, partition)])
         return ranges, topic_ids
+
+    def _commit_reset(
+        self,
+        task: str,
+        state: TaskCommittedState,
+        windows: dict[tuple[str, int], tuple[int, int]],
+        moved: set[str],
+    ) -> None:
+        """Kafka: the offsets ``auto_offset_reset`` chose become the task's committed ones
+        before it runs (a run starts at Kafka's committed offsets)."""
+        assert isinstance(self.committer, KafkaBatchCommitter)
+        offsets = dict(state.offsets)
+        for (topic, partition), (start, _) in windows.items():
+            if offset_key(topic, partition) in moved:
+                offsets[offset_key(topic, partition)] = start
+        reset = TaskCommittedState(
+            offsets, state.stream_time, state.schedules, state.partition_times
+        )
+        self.committer.commit_reset(task, self._task_sources()[task], reset, moved)
+        self._task_states[task] = reset
 
     def _run_all_stages(
         self,

@@ -33,6 +33,7 @@ from streamtide.engine.protocol import (
 from streamtide.errors import CorruptLogError, StreamtideError
 from streamtide.log.api import Log, SegmentRef
 from streamtide.log.errors import SealConflictError, SegmentError
+from streamtide.runtime.committed import TaskCommittedState
 from streamtide.runtime.work_unit import writer_prefix
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,16 @@ class BatchCommitter:
         if last is not None:
             self.sweep_committed(last.batch)
         return last
+
+    def resume_states(
+        self, last: CommitRecord | None, sources: Callable[[], dict[str, list[tuple[str, int]]]]
+    ) -> dict[str, TaskCommittedState]:
+        """The task states a starting driver holds before its first batch: the last commit's
+        (``sources()``, each task's source partitions, is for logs that hold task states
+        themselves)."""
+        if last is None:
+            return {}
+        return {t: TaskCommittedState.from_dict(s) for t, s in last.tasks.items()}
 
     def sweep_committed(self, last_batch: int) -> int:
         """Delete the unsealed segments of every batch up to ``last_batch`` (all decided:

@@ -5,7 +5,10 @@ Each executor slot runs one long-running work unit: a Spark job of one pinned ta
 batches the driver sends it, keeping its tasks open in between (``runtime.task_host``). One
 job per slot, so losing an executor ends only that executor's jobs. The driver launches a
 slot's job when it first needs the slot, relaunches it when it ended (its executor died, Spark
-ran it elsewhere, or it reached ``work_unit_max_age``), and stops them all at ``close``.
+ran it elsewhere, or it reached ``work_unit_max_age``), and stops them all at ``close``. Between
+batches a watcher looks at the idle connections every ``WATCH_S``: a work unit whose
+connection closed (its Python worker died) is replaced at once, not when the next batch needs
+its slot.
 See docs/engine.md, "Continuous execution", for the messages and the failure table.
 """
 
@@ -32,6 +35,7 @@ from streamtide.engine.channel import (
     send_message,
 )
 from streamtide.engine.channel_tls import new_identity
+from streamtide.engine.idle_watch import DIED, IdleWatcher
 from streamtide.engine.interop import ExecutorInfo
 from streamtide.engine.launcher import WorkUnitLauncher
 from streamtide.errors import StreamtideError
@@ -41,6 +45,9 @@ log = logging.getLogger("streamtide.engine")
 #: Connections that may be in their handshake at once; more are closed at once (a work unit
 #: that meets this retries nothing: its slot is relaunched at the next batch).
 MAX_PENDING_HANDSHAKES = 32
+
+#: How often the watcher looks for work units that died between batches.
+WATCH_S = 0.2
 
 
 @dataclass(frozen=True, order=True)
@@ -74,6 +81,7 @@ class _Slot:
         self.pid: int | None = None
         self.thread: threading.Thread | None = None
         self.ended: str | None = None  # why its job ended (None: running)
+        self.died = False  # it ended without saying so: its Python worker or executor died
         self.started = time.monotonic()
 
     @property
@@ -112,15 +120,21 @@ class ContinuousWorkers:
         self._generations: dict[SlotKey, int] = {}
         self._changed = threading.Condition()
         self._closed = False
+        #: held while messages are exchanged: the watcher never reads a reply
+        self._io = threading.Lock()
         self.launched = 0  # Spark jobs started (each one long-running work unit)
         #: Seconds spent waiting for work units: to connect, and for the replies to requests
         #: (the rest of a batch's wall time is the driver's own).
         self.waited_s = 0.0
+        self.replaced = 0  # work units replaced after they died between batches
         self._acceptor = threading.Thread(
             target=self._accept_loop, name="streamtide-control", daemon=True
         )
         self._acceptor.start()
         self._holding = launcher.hold_slots(application_id, self._held_slots)
+        self._watcher = IdleWatcher(
+            self._idle_connections, self._ended_between_batches, self._io, WATCH_S
+        )
 
     # ---- connections ---------------------------------------------------------------------
 
@@ -292,16 +306,53 @@ class ContinuousWorkers:
         try:
             output = self._launcher.serve(payload, slot.executor, self._blob, self._group(slot))
             ended = json.loads(output).get("ended", "ended")
-        except Exception as exc:  # the executor died or the job was cancelled
+        except Exception as exc:  # the executor or the Python worker died, or a cancel
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
             ended = f"its Spark job failed: {first}"
+            slot.died = slot.died or slot.ended is None
         with self._changed:
-            slot.ended = ended
+            slot.ended = slot.ended or ended
             if slot.sock is not None:
                 slot.sock.close()
             self._changed.notify_all()
         if not self._closed:
             log.info("work unit %s ended: %s", slot.key, ended)
+            self._replace_if_idle(slot)
+
+    # ---- work units that die between batches --------------------------------------------
+
+    def _idle_connections(self) -> list[tuple[_Slot, socket.socket]]:
+        return [(s, s.sock) for s in list(self._slots.values()) if s.connected and s.sock]
+
+    def _ended_between_batches(self, slot: _Slot, state: dict[str, Any]) -> None:
+        slot.died = slot.died or state is DIED
+        self._drop(slot, str(state["ended"]))
+        self._replace_if_idle(slot)
+
+    def _replace_if_idle(self, slot: _Slot) -> None:
+        """Launch a new work unit for a slot whose connected work unit died between batches
+        (its Python worker; its executor is still there). Not for one that ended on purpose
+        (stopped, or its driver was taken over). During a batch the batch notices and
+        re-plans instead."""
+        if not self._io.acquire(blocking=False):
+            return
+        try:
+            with self._changed:
+                if (
+                    self._closed
+                    or self._slots.get(slot.key) is not slot
+                    or slot.pid is None  # it never connected: the next batch decides
+                    or not slot.died
+                    or not self._listed(slot.key.executor)
+                ):
+                    return
+                log.warning(
+                    "work unit %s ended between batches (%s): replacing it", slot.key, slot.ended
+                )
+                self._launch(slot.key, slot.executor)
+                self.replaced += 1
+        finally:
+            self._io.release()
 
     # ---- messages ------------------------------------------------------------------------
 
@@ -309,6 +360,10 @@ class ContinuousWorkers:
         """Send each slot its message and wait for every reply (the slots work in parallel).
         ``WorkerLostError`` names the slots that did not answer; the others' replies are
         consumed first, so every channel is left in step."""
+        with self._io:
+            return self._request(messages)
+
+    def _request(self, messages: Mapping[SlotKey, dict[str, Any]]) -> dict[SlotKey, dict[str, Any]]:
         sent: list[SlotKey] = []
         lost: dict[SlotKey, str] = {}
         for key, message in messages.items():
@@ -327,10 +382,16 @@ class ContinuousWorkers:
             slot = self._slots[key]
             try:
                 self._await_reply(slot.sock)  # type: ignore[arg-type]
-                replies[key] = recv_message(slot.sock)  # type: ignore[arg-type]
+                reply = recv_message(slot.sock)  # type: ignore[arg-type]
             except ChannelClosedError as exc:
                 lost[key] = str(exc)
                 self._drop(slot)
+                continue
+            if "ended" in reply:  # it ended on its own just as the message went out
+                lost[key] = f"it ended: {reply['ended']}"
+                self._drop(slot, lost[key])
+                continue
+            replies[key] = reply
         if lost:
             raise WorkerLostError(
                 "lost work unit(s): " + "; ".join(f"{k}: {why}" for k, why in sorted(lost.items())),
@@ -354,10 +415,11 @@ class ContinuousWorkers:
         slot = self._slots.get(key)
         if slot is None or not slot.connected:
             return
-        try:
-            send_message(slot.sock, message)  # type: ignore[arg-type]
-        except OSError:
-            self._drop(slot)
+        with self._io:
+            try:
+                send_message(slot.sock, message)  # type: ignore[arg-type]
+            except OSError:
+                self._drop(slot)
 
     def slots(self) -> dict[SlotKey, dict[str, Any]]:
         """The slots' state, for status displays and tests."""
@@ -372,11 +434,11 @@ class ContinuousWorkers:
             for key, slot in sorted(self._slots.items())
         }
 
-    def _drop(self, slot: _Slot) -> None:
+    def _drop(self, slot: _Slot, why: str = "its control connection broke") -> None:
         with self._changed:
             if slot.sock is not None:
                 slot.sock.close()
-            slot.ended = slot.ended or "its control connection broke"
+            slot.ended = slot.ended or why
             self._changed.notify_all()
 
     def _listed(self, executor_id: str) -> bool:
@@ -417,6 +479,7 @@ class ContinuousWorkers:
     def close(self, timeout: float = 30.0) -> None:
         """Stop every work unit and the control server; cancel jobs that do not end."""
         self._closed = True
+        self._watcher.stop()
         slot_registry.release(self._holding)
         for slot in list(self._slots.values()):
             self._stop_slot(slot)

@@ -39,7 +39,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -51,8 +51,14 @@ from streamtide.log.api import Log
 from streamtide.log.errors import LogError, ProducerFencedError
 from streamtide.log.kafka_group import GroupOffsets
 from streamtide.log.kafka_transaction import KafkaTransaction
-from streamtide.runtime.committed import TaskCommittedState
-from streamtide.runtime.kafka_task_commit import decode_state, transactional_id
+from streamtide.log.source_marks import SourceMark, mark_holds
+from streamtide.runtime.committed import TaskCommittedState, offset_key
+from streamtide.runtime.kafka_task_commit import (
+    decode_marks,
+    decode_state,
+    encode_metadata,
+    transactional_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +85,9 @@ class KafkaBatchCommitter(BatchCommitter):
         self._purge_due = 0.0  # time.monotonic() of the next purge
         self._fence: KafkaTransaction | None = None
         self._driver = f"{socket.gethostname()}:{os.getpid()}"
+        #: marks committed with the task states (``"topic:partition"`` -> the last record read)
+        self.marks: dict[str, SourceMark] = {}
+        self._verified: dict[str, tuple[SourceMark, int]] = {}  # checked at that end offset
 
     @property
     def group(self) -> GroupOffsets:
@@ -141,20 +150,72 @@ class KafkaBatchCommitter(BatchCommitter):
                 f"{where}: another instance of the application fenced this driver ({exc})"
             ) from exc
 
+    def resume_states(
+        self, last: CommitRecord | None, sources: Callable[[], dict[str, list[tuple[str, int]]]]
+    ) -> dict[str, TaskCommittedState]:
+        """The last commit's task states; for a driver without one (a new application
+        directory, or a first batch that never committed), what Kafka holds."""
+        if last is not None:
+            return super().resume_states(last, sources)
+        return self.committed_states(sources())
+
     def committed_states(
         self, sources: dict[str, list[tuple[str, int]]]
     ) -> dict[str, TaskCommittedState]:
         """The state Kafka holds for each task (``{task: its source partitions}``); tasks
-        that never committed are left out."""
+        that never committed are left out. Keeps the marks committed with them (``marks``)."""
         found = self.group.committed([tp for tps in sources.values() for tp in tps])
         states = {}
         for task, partitions in sources.items():
             mine = {tp: found[tp] for tp in partitions if tp in found}
             where = f"task {task} of application {self.application_id!r}"
+            for topic, partition in partitions:
+                self.marks.pop(offset_key(topic, partition), None)
+            self.marks.update(decode_marks(mine, where))
             state = decode_state(mine, where)
             if state is not None:
                 states[task] = state
         return states
+
+    def changed_source(
+        self, topic: str, partition: int, committed: int | None, end: int
+    ) -> SourceMark | None:
+        """The mark of a source partition that no longer holds the record the task read
+        last before its committed offset (the topic was deleted and re-created), or None.
+        Checked when the driver first sees the partition and whenever its end offset moved
+        (one small read): a run never reads a re-created topic from the old offset."""
+        key = offset_key(topic, partition)
+        mark = self.marks.get(key)
+        if mark is None or committed is None or self._verified.get(key) == (mark, end):
+            return None  # nothing to check, or checked at this end offset already
+        if mark_holds(self.log, topic, partition, mark) is False:
+            return mark
+        self._verified[key] = (mark, end)
+        return None
+
+    def commit_reset(
+        self,
+        task: str,
+        partitions: Sequence[tuple[str, int]],
+        state: TaskCommittedState,
+        moved: set[str],
+    ) -> None:
+        """Commit a task state whose offsets ``auto_offset_reset`` moved (a re-created or
+        truncated input topic), before the stage runs: a run starts at Kafka's committed
+        offsets, as a consumer's reset becomes its position. The ``moved`` partitions
+        (``"topic:partition"``) lose their marks."""
+        where = f"task {task} of application {self.application_id!r}"
+        for key in moved:
+            self.marks.pop(key, None)
+        keys = {offset_key(topic, partition) for topic, partition in partitions}
+        metadata = encode_metadata(state, {k: m for k, m in self.marks.items() if k in keys})
+        offsets = {
+            (topic, partition): (state.offsets[offset_key(topic, partition)], metadata)
+            for topic, partition in partitions
+            if offset_key(topic, partition) in state.offsets
+        }
+        log.warning("%s: committing the offsets auto_offset_reset chose: %s", where, offsets)
+        self.group.commit(offsets)
 
     def settled_end(self, topic: str, partition: int) -> int:
         """The last stable offset of a repartition partition once no transaction is open on

@@ -1,8 +1,9 @@
 """Where a stage reads a source partition from: its committed offset, checked first.
 
 A committed offset only means something for the topic it was committed against. When the
-topic was deleted and re-created (its id changed), or now ends before the committed offset,
-or no longer holds it, reading on would silently skip or misread records. The application
+topic was deleted and re-created (its id changed, or, on a log without topic ids, it no longer
+holds the record read last before the committed offset), or now ends before the committed
+offset, or no longer holds it, reading on would silently skip or misread records. The application
 stops with ``InputTopicChangedError`` unless ``auto_offset_reset`` says where to continue:
 ``"earliest"`` (the first offset still held) or ``"latest"`` (the end). A partition without
 a committed offset starts at the earliest offset, or at the end with ``"latest"``.
@@ -29,6 +30,9 @@ class SourcePosition:
     end: int
     committed_topic_id: str | None = None
     topic_id: str | None = None
+    #: where the log has no topic ids: the record the task read last before the committed
+    #: offset, if the partition no longer holds it (``log.source_marks``)
+    lost_record: str | None = None
 
 
 def problem(pos: SourcePosition) -> str | None:
@@ -40,6 +44,12 @@ def problem(pos: SourcePosition) -> str | None:
         return (
             f"topic {pos.topic!r} was deleted and re-created (id {pos.committed_topic_id} "
             f"when offset {pos.committed} was committed, now {pos.topic_id})"
+        )
+    if pos.lost_record is not None:
+        return (
+            f"topic {pos.topic!r} was deleted and re-created: partition {pos.partition} no "
+            f"longer holds the record the application read at {pos.lost_record}, before the "
+            f"committed offset {pos.committed}"
         )
     if pos.committed > pos.end:
         return (

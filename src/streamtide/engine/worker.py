@@ -124,12 +124,26 @@ def serve(blob: bytes, payload: str) -> dict[str, Any]:
             return "a newer driver of the application took over"
         return None
 
+    ended = "it failed"
     try:
         ended = answer_driver(sock, host, lambda units: _run_units(host, units, blob), gone)
     finally:
         host.close()
-        sock.close()
+        _farewell(sock, ended)
     return {"ended": ended, "slot": job["slot"]}
+
+
+def _farewell(sock: Any, why: str) -> None:
+    """Tell the driver why this work unit ends (so it does not take the end for a death and
+    replace it), then close the connection."""
+    from streamtide.engine.channel import send_message
+
+    try:
+        send_message(sock, {"ended": why})
+    except OSError:  # the driver closed it, or is gone
+        pass
+    finally:
+        sock.close()
 
 
 def answer_driver(

@@ -75,6 +75,22 @@ class KafkaAdmin:
             raise translate(e, f"describing the configs of topic {name!r}") from None
         return {key: entry.value for key, entry in entries.items()}
 
+    def topic_id(self, name: str) -> str | None:
+        """The topic's id (KIP-516), or None where the broker reports none (an all-zero id,
+        as some Kafka-protocol brokers give). Ask only for a topic that exists: a metadata
+        request naming a missing one creates it on brokers that auto-create topics."""
+        from confluent_kafka import TopicCollection
+
+        future = self.client.describe_topics(
+            TopicCollection([name]), request_timeout=self.timeout_s
+        )[name]
+        try:
+            found = future.result(self.timeout_s).topic_id
+        except Exception as e:
+            raise translate(e, f"describing topic {name!r} in {self.url}") from None
+        text = str(found) if found is not None else ""
+        return None if not text or set(text) <= {"A", "="} else text
+
     def delete_records(self, topic: str, partition: int, offset: int) -> int:
         """Purge the records below ``offset``; returns the new low watermark."""
         return self.delete_records_many({(topic, partition): offset})[(topic, partition)]

@@ -85,6 +85,7 @@ class KafkaLog(Log):
         self._lock = threading.RLock()
         self._read_lock = threading.Lock()
         self._admin_client: Any = None
+        self._no_topic_ids = False  # the brokers report no topic ids (all-zero ones)
         self._producer_client: Any = None
         self._consumer_client: Any = None
         self._reader: PartitionReader
@@ -171,6 +172,17 @@ class KafkaLog(Log):
         first time): a driver asks it for every task of every batch, and one metadata
         request names every partition of every topic. ``describe_topic`` asks anew."""
         return self._count(name)
+
+    def topic_id(self, name: str) -> str | None:
+        """The topic's id where the brokers report topic ids, else None (then a re-created
+        topic is told by ``source_marks``). A cluster that reported none once is not asked
+        again."""
+        self._count(name, verify=True)
+        if self._no_topic_ids:
+            return None
+        found = self._admin().topic_id(name)
+        self._no_topic_ids = found is None
+        return found
 
     def topic_configs(self, name: str) -> dict[str, str]:
         """The topic's effective configs as the broker reports them (``cleanup.policy``,

@@ -28,6 +28,7 @@ from streamtide.log.api import Log, LogRecord
 from streamtide.log.errors import ProducerFencedError
 from streamtide.log.kafka_group import Committed, GroupOffsets, topic_partitions
 from streamtide.log.kafka_transaction import KafkaTransaction
+from streamtide.log.source_marks import SourceMark
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.repartition_order import SOURCE_HEADER
@@ -64,13 +65,16 @@ def transactional_id(application_id: str, task_id: str) -> str:
     return f"{application_id}-{task_id}"
 
 
-def encode_metadata(state: TaskCommittedState) -> str:
-    """The task state kept with each committed offset (everything but the offsets)."""
-    data = {
+def encode_metadata(state: TaskCommittedState, marks: dict[str, SourceMark] | None = None) -> str:
+    """The task state kept with each committed offset (everything but the offsets), and the
+    marks of the last records consumed below them (``log.source_marks``)."""
+    data: dict[str, Any] = {
         "stream_time": state.stream_time,
         "schedules": state.schedules,
         "partition_times": state.partition_times,
     }
+    if marks:
+        data["marks"] = {key: mark.to_list() for key, mark in sorted(marks.items())}
     text = json.dumps(data, sort_keys=True, separators=(",", ":"))
     if len(text.encode()) > MAX_METADATA_BYTES:
         raise StreamtideError(
@@ -88,17 +92,34 @@ def decode_state(
     if not committed:
         return None
     offsets = {offset_key(t, p): offset for (t, p), (offset, _) in committed.items()}
+    return TaskCommittedState.from_dict({**_metadata(committed, where), "offsets": offsets})
+
+
+def decode_marks(committed: dict[tuple[str, int], Committed], where: str) -> dict[str, SourceMark]:
+    """The marks committed with the offsets (``"topic:partition"`` -> mark), of partitions
+    that still have an offset."""
+    found = _metadata(committed, where).get("marks", {})
+    held = {offset_key(t, p) for t, p in committed}
+    try:
+        return {str(k): SourceMark.from_list(v) for k, v in found.items() if k in held}
+    except (TypeError, ValueError) as exc:
+        raise StreamtideError(f"{where}: the committed source marks {found!r} are damaged") from exc
+
+
+def _metadata(committed: dict[tuple[str, int], Committed], where: str) -> dict[str, Any]:
     texts = [meta for _, meta in (committed[k] for k in sorted(committed)) if meta]
-    data: dict[str, Any] = {}
-    if texts:
-        try:
-            data = json.loads(texts[0])
-        except ValueError as exc:
-            raise StreamtideError(
-                f"{where}: the committed offset metadata {texts[0][:80]!r} is not a task state "
-                "written by Streamtide (another application uses this consumer group?)"
-            ) from exc
-    return TaskCommittedState.from_dict({**data, "offsets": offsets})
+    if not texts:
+        return {}
+    try:
+        data = json.loads(texts[0])
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        raise StreamtideError(
+            f"{where}: the committed offset metadata {texts[0][:80]!r} is not a task state "
+            "written by Streamtide (another application uses this consumer group?)"
+        )
+    return data
 
 
 class KafkaTaskCommit:
@@ -124,6 +145,8 @@ class KafkaTaskCommit:
         self.source_partitions = sorted(source_partitions)
         self.where = f"task {task_id} of application {application_id!r}"
         self.transaction: KafkaTransaction | None = None
+        #: marks of the last records consumed below the committed offsets (what Kafka holds)
+        self.marks: dict[str, SourceMark] = {}
         if exactly_once:
             try:
                 self.transaction = KafkaTransaction(
@@ -133,21 +156,34 @@ class KafkaTaskCommit:
                 raise self._fenced(exc) from exc
 
     def committed_state(self) -> TaskCommittedState | None:
-        """What Kafka holds for the task (None: nothing committed yet)."""
-        return decode_state(self.group.committed(self.source_partitions), self.where)
+        """What Kafka holds for the task (None: nothing committed yet); also takes the marks
+        committed with it."""
+        committed = self.group.committed(self.source_partitions)
+        self.marks = decode_marks(committed, self.where)
+        return decode_state(committed, self.where)
 
     def decide(self, state: dict[str, Any], ranges: dict[str, list[int]]) -> Decision:
         """What a run planned from ``state`` over ``ranges`` does, by what Kafka holds: nothing
         when every range end is committed (an earlier attempt committed the run and its report
         was lost); otherwise it runs from Kafka's committed state, over the ranges from Kafka's
         committed offsets on (the planned state and ranges, unless a zombie attempt committed
-        part of them or the driver's records are behind Kafka)."""
+        part of them, the driver's records are behind Kafka, or the ranges do not start at
+        Kafka's offsets). A run never reads from before Kafka's committed offsets: that would
+        process records twice (duplicated outputs; counts that count a record twice)."""
         found = self.committed_state() or TaskCommittedState()
         planned = TaskCommittedState.from_dict(state)
-        if found == planned:
-            return Decision(False, planned, dict(ranges))
         partition = int(self.task_id.split("_")[1])
         keys = {topic: offset_key(topic, partition) for topic in ranges}
+        starts_committed = all(
+            found.offsets.get(key, int(ranges[topic][0])) == int(ranges[topic][0])
+            for topic, key in keys.items()
+        )
+        if found == planned and starts_committed:
+            return Decision(False, planned, dict(ranges))
+        # Kafka holds another state, or the ranges do not start at its offsets: a restarted
+        # driver resumes a stage with the ranges its predecessor recorded, while the state
+        # it holds may already include the run (its first batch was never recorded as
+        # committed, so it took the state from Kafka, where some tasks had committed)
         ends = {key: int(ranges[topic][1]) for topic, key in keys.items()}
         if ends and all(found.offsets.get(key, -1) >= end for key, end in ends.items()):
             return Decision(True, found, {})
@@ -158,12 +194,18 @@ class KafkaTaskCommit:
         return Decision(False, found, moved)
 
     def commit(
-        self, pending: Iterable[tuple[str, int, Any]], state: TaskCommittedState
+        self,
+        pending: Iterable[tuple[str, int, Any]],
+        state: TaskCommittedState,
+        read: dict[str, SourceMark] | None = None,
     ) -> dict[tuple[str, int], int]:
         """Write ``pending`` (``(topic, partition, columns)`` with ``keys``, ``values``,
-        ``timestamps``, ``headers`` lists) and commit ``state``'s offsets; returns the offset of
-        the last record written to each partition."""
-        metadata = encode_metadata(state)
+        ``timestamps``, ``headers`` lists) and commit ``state``'s offsets, with the marks of
+        the last records the run ``read`` (``"topic:partition"`` -> mark; partitions it read
+        nothing from keep theirs); returns the offset of the last record written to each
+        partition."""
+        marks = {k: m for k, m in {**self.marks, **(read or {})}.items() if k in state.offsets}
+        metadata = encode_metadata(state, marks)
         offsets = {
             (topic, p): (state.offsets[offset_key(topic, p)], metadata)
             for topic, p in self.source_partitions
@@ -171,10 +213,13 @@ class KafkaTaskCommit:
         }
         try:
             if self.transaction is None:
-                return self._append_then_commit(pending, offsets)
-            return self._commit_transaction(pending, offsets)
+                written = self._append_then_commit(pending, offsets)
+            else:
+                written = self._commit_transaction(pending, offsets)
         except ProducerFencedError as exc:
             raise self._fenced(exc) from exc
+        self.marks = marks
+        return written
 
     def _commit_transaction(
         self, pending: Iterable[tuple[str, int, Any]], offsets: dict[tuple[str, int], Committed]

@@ -32,6 +32,7 @@ from streamtide.errors import (
     HandlerFailedError,
     InvalidTimestampError,
     SerdeError,
+    StoreDamagedError,
     StreamsProcessingError,
 )
 from streamtide.handlers import ProcessingHandlerResponse
@@ -205,7 +206,7 @@ class PieceRunner:
             raw = _RowView(source.columns, failure.row)
             error = failure.error
             response = None
-            if not isinstance(error, BufferFullError):
+            if not isinstance(error, (BufferFullError, StoreDamagedError)):  # not the row's fault
                 response = self.task.record_errors.on_processing_error(
                     error, failure.node, failure.record(), topic, raw
                 )

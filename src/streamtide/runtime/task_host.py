@@ -37,8 +37,9 @@ from streamtide.config import StreamsConfig
 from streamtide.errors import StoreError
 from streamtide.log.api import Log
 from streamtide.log.kafka_group import GroupOffsets
+from streamtide.log.source_marks import SourceMark, last_mark
 from streamtide.processor.topology import Topology
-from streamtide.runtime.committed import TaskCommittedState
+from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.global_stores import GlobalStores
 from streamtide.runtime.kafka_task_commit import KafkaTaskCommit, source_partitions
 from streamtide.runtime.repartition_order import merge_by_writer
@@ -144,8 +145,9 @@ class TaskHost:
             if decision.done:  # an earlier attempt committed this run; its report was lost
                 self._close_active(task_id, "an earlier attempt committed its run")
                 return _already_committed(task_id, writer, decision.state, started)
-            if decision.state.to_dict() != state:  # Kafka holds another state: start there
-                state, ranges = decision.state.to_dict(), decision.ranges
+            ranges = decision.ranges  # from Kafka's committed offsets on
+            if decision.state != TaskCommittedState.from_dict(state):  # start from Kafka's
+                state = decision.state.to_dict()
                 with handover():
                     self._close_active(task_id, "Kafka's committed state is not the planned one")
                     held = self._open_active(task_id, state, batch)
@@ -155,11 +157,15 @@ class TaskHost:
         try:
             read = 0
             partition = task.partition
+            marks = {}  # the last record read from each partition (Kafka: committed with it)
             for topic, (start, end) in ranges.items():
                 if end > start:
                     table = self.log.read_table(topic, partition, start, end)
-                    if held.kafka is not None and topic in held.kafka.repartition_topics:
-                        table = merge_by_writer(table)
+                    if held.kafka is not None:
+                        if (mark := last_mark(table)) is not None:
+                            marks[offset_key(topic, partition)] = mark
+                        if topic in held.kafka.repartition_topics:
+                            table = merge_by_writer(table)
                     read += task.add_table(topic, table)
             phases.mark("read")
             task.process()
@@ -176,7 +182,7 @@ class TaskHost:
                 held.pending, held.pending_state = writer, committed
             else:
                 segments = []
-                self._commit_to_kafka(held, committed)
+                self._commit_to_kafka(held, committed, marks)
             phases.mark("write")
             local_offsets = task.stores.local_offsets() if task.stores.log is not None else {}
         except BaseException:
@@ -225,12 +231,15 @@ class TaskHost:
                         gc.enable()
             held.state, held.pending, held.pending_state = held.pending_state, None, None
 
-    def _commit_to_kafka(self, held: _Held, committed: dict[str, Any]) -> None:
-        """Commit the run in the task's Kafka transaction, then apply its writes to the
-        stores (they hold committed data only) at the offsets Kafka gave the records."""
+    def _commit_to_kafka(
+        self, held: _Held, committed: dict[str, Any], marks: dict[str, SourceMark]
+    ) -> None:
+        """Commit the run in the task's Kafka transaction (with the ``marks`` of the last
+        records it read), then apply its writes to the stores (they hold committed data only)
+        at the offsets Kafka gave the records."""
         assert held.kafka is not None
         state = TaskCommittedState.from_dict(committed)
-        written = held.kafka.commit(held.collector.drain(), state)
+        written = held.kafka.commit(held.collector.drain(), state, marks)
         stores = held.task.stores
         if stores is not None and stores.log is not None:
             ends = {

@@ -19,7 +19,7 @@ from typing import Any
 
 from rocksdict import Checkpoint, Options, Rdict, ReadOptions, WriteBatch
 
-from streamtide.errors import StoreError
+from streamtide.errors import StoreDamagedError, StoreError
 from streamtide.processor.api import StateStoreContext
 from streamtide.state import rocksdb_handover as handover
 from streamtide.state import rocksdb_recovery as recovery
@@ -45,9 +45,11 @@ def _closer(path: Path | None) -> Any:
     """Closes a database opened at ``path`` (and records that it is no longer held here)."""
 
     def close(db: Rdict) -> None:
-        db.close()
-        if path is not None:
-            recovery.closed(path)
+        try:
+            db.close()
+        finally:
+            if path is not None:
+                recovery.closed(path)
 
     return close
 
@@ -78,6 +80,8 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
         self._iterators: weakref.WeakSet[Iterator] = weakref.WeakSet()
         self.created_fresh = False
         self.wiped_reason: str | None = None  # set when damaged files were wiped at open
+        #: the error a call on the open database raised: its files are wiped at close
+        self.damage: BaseException | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -175,27 +179,54 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
         db, self._db = self._db, None
         if db is None:
             return
+        damage, self.damage = self.damage, None
         if (
-            hand_over
+            damage is None
+            and hand_over
             and self._path is not None
             and handover.shelve(self._path, db, _closer(self._path))
         ):
             return
-        _closer(self._path)(db)
+        if damage is None:
+            _closer(self._path)(db)
+            return
+        try:
+            _closer(self._path)(db)
+        except Exception:  # closing a damaged database can fail too: its files go anyway
+            pass
+        if self._path is not None:  # the next open rebuilds the store
+            recovery.wipe(self._path, self.name, damage)
+
+    def _damaged(self, exc: BaseException) -> StoreDamagedError:
+        """A call on the open database failed: its files are damaged (a database this
+        process holds fails only so). Remembered, so that closing wipes them."""
+        self.damage = self.damage or exc
+        return StoreDamagedError(
+            f"store {self.name!r}: reading its local RocksDB files at {self._path} failed "
+            f"({type(exc).__name__}: {exc}); they are wiped when the task closes and the "
+            "store is rebuilt from its changelog"
+        )
 
     # ---- point operations ----------------------------------------------------------------
 
     def get(self, key: bytes) -> bytes | None:
-        return self._handle().get(key)
+        db = self._handle()
+        try:
+            return db.get(key)
+        except Exception as exc:
+            raise self._damaged(exc) from exc
 
     def put(self, key: bytes, value: bytes | None) -> None:
         db = self._handle()
         if key is None:
             raise StoreError(f"store {self.name!r} does not accept a None key")
-        if value is None:
-            db.delete(key)
-        else:
-            db.put(key, value)
+        try:
+            if value is None:
+                db.delete(key)
+            else:
+                db.put(key, value)
+        except Exception as exc:
+            raise self._damaged(exc) from exc
 
     def put_all(self, entries: Iterable[tuple[bytes, bytes | None]]) -> None:
         """Write ``entries`` in atomic WriteBatches of up to WRITE_BATCH_SIZE entries."""
@@ -211,11 +242,17 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
                 batch.put(key, value)
             count += 1
             if count >= WRITE_BATCH_SIZE:
-                db.write(batch)
+                self._write(db, batch)
                 batch = WriteBatch(raw_mode=True)
                 count = 0
         if count:
+            self._write(db, batch)
+
+    def _write(self, db: Rdict, batch: WriteBatch) -> None:
+        try:
             db.write(batch)
+        except Exception as exc:
+            raise self._damaged(exc) from exc
 
     # ---- ordered reads -------------------------------------------------------------------
 
@@ -234,13 +271,20 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
             options.set_iterate_upper_bound(_after(to_key))
         return self._track(self._forward(db.iter(options), from_key, options))
 
+    def _checked(self, raw: Any) -> None:
+        """An iterator that stopped: at the end, or on an error (``valid()`` then answers
+        False like at the end; only ``status()`` tells)."""
+        try:
+            raw.status()
+        except Exception as exc:
+            raise self._damaged(exc) from exc
+
     def _track(self, iterator: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
         self._iterators.add(iterator)
         return iterator
 
-    @staticmethod
     def _forward(
-        raw: Any, from_key: bytes | None, options: ReadOptions
+        self, raw: Any, from_key: bytes | None, options: ReadOptions
     ) -> Iterator[tuple[bytes, bytes]]:
         # ``options`` (holding the bounds) must live as long as the native iterator
         if from_key is None:
@@ -250,11 +294,11 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
         while raw.valid():
             yield raw.key(), raw.value()
             raw.next()
+        self._checked(raw)
         del options
 
-    @staticmethod
     def _backward(
-        raw: Any, from_key: bytes | None, to_key: bytes | None, options: ReadOptions
+        self, raw: Any, from_key: bytes | None, to_key: bytes | None, options: ReadOptions
     ) -> Iterator[tuple[bytes, bytes]]:
         if to_key is None:
             raw.seek_to_last()
@@ -266,6 +310,8 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
                 break
             yield key, raw.value()
             raw.prev()
+        else:
+            self._checked(raw)
         del options
 
     def prefix_scan(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
@@ -299,7 +345,10 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
     def _last_key(self) -> bytes | None:
         it = self._handle().iter()
         it.seek_to_last()
-        return it.key() if it.valid() else None
+        if it.valid():
+            return it.key()
+        self._checked(it)
+        return None
 
     def clear(self) -> None:
         """Drop the database files and reopen empty (cheaper than deleting every key)."""
