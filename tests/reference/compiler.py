@@ -6,8 +6,8 @@ a deduplication by key or a join after a key-changing operation (``map``, ``flat
 and join repartitions drop records with a None key; the others carry them.
 
 Tables send old values where Kafka's ``enableSendingOldValues`` rules say (see
-``enable_old_values``): a filter asks its parent when it is built; a ``group_by`` and the
-outer sides of table-table joins force it.
+``enable_old_values``): a filter and a suppress ask their parent when they are built; a
+``group_by`` and the outer sides of table-table joins force it.
 """
 
 from __future__ import annotations

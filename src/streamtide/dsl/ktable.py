@@ -244,7 +244,9 @@ class KTable:
         """Hold updates back: ``Suppressed.until_window_closes(...)`` emits each window's final
         result once (windowed tables only); ``Suppressed.until_time_limit(d, ...)`` emits a
         key's latest value ``d`` after its first buffered update. The buffer is a changelogged
-        store (``<name>-store`` when named), so it survives restarts and task moves."""
+        store (``<name>-store`` when named), so it survives restarts and task moves. It asks
+        this table for old values and keeps them (``dsl/suppress.py``), so the tables below
+        get old values when they ask."""
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppress() needs a Suppressed, got {suppressed!r}")
         if suppressed.final_results and self.window_close_ms is None:
