@@ -33,3 +33,19 @@ def suppress_plan() -> Plan:
 test_suppress_on_the_test_driver, test_suppress_on_the_engine = on_driver_and_engine(
     "suppress", suppress_plan, events()
 )
+
+
+def suppress_old_values_plan() -> Plan:
+    """Filters above and below a time-limited suppress of a count: the buffer keeps old
+    values, so neither forwards a tombstone for a key that never passed."""
+    plan = Plan()
+    counts = plan.stream("in").group_by_key().count("counts")
+    limit = SuppressSpec(time_limit=3 * S, max_records=3)
+    counts.filter(lambda k, n: n % 2 == 0).suppress(limit).to_stream().to("above", value="long")
+    counts.suppress(limit).filter(lambda k, n: n % 3 == 0).to_stream().to("below", value="long")
+    return plan
+
+
+test_old_values_on_the_test_driver, test_old_values_on_the_engine = on_driver_and_engine(
+    "suppress-old-values", suppress_old_values_plan, events()
+)

@@ -6,8 +6,8 @@ a deduplication by key or a join after a key-changing operation (``map``, ``flat
 and join repartitions drop records with a None key; the others carry them.
 
 Tables send old values where Kafka's ``enableSendingOldValues`` rules say (see
-``enable_old_values``): a filter asks its parent when it is built; a ``group_by`` and the
-outer sides of table-table joins force it.
+``enable_old_values``): a filter and a suppress ask their parent when they are built; a
+``group_by`` and the outer sides of table-table joins force it.
 """
 
 from __future__ import annotations
@@ -110,10 +110,11 @@ class Compiler:
         an unmaterialized filter or map_values can when its parent can; aggregations and
         joins always can. True when it now sends them."""
         node = self.graph.nodes[node_id]
+        if node.cls is Suppress:  # passes old values on when its parent sends them
+            node.args["send_old"] = self.enable_old_values(node.parents[0], force)
+            return node.args["send_old"]
         if "send_old" not in node.args:  # aggregations, joins: their stores give old values
             node.args["send_old"] = True
-            if node.cls is Suppress:
-                self.enable_old_values(node.parents[0], force)
             return True
         if node.args["send_old"]:
             return True
@@ -292,6 +293,7 @@ class Compiler:
             close_after = windows.grace
         elif isinstance(windows, SessionWindowSpec):
             close_after = windows.gap + grace_of(windows)
+        self.enable_old_values(self.input_of(step), force=False)  # its buffer keeps them
         self.add(step, Suppress, [self.input_of(step)], spec=a["spec"], close_after=close_after)
 
     def _table_group_by(self, step: Step, a: dict[str, Any]) -> None:

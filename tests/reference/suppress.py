@@ -9,6 +9,9 @@ key has a buffer time; entries leave in (buffer time, serialized key) order.
   the buffer (later updates replace the value and keep the time); an entry leaves once
   stream time reaches buffer time + limit; tombstones are emitted like values. Past
   ``max_records`` the oldest entries leave early.
+
+An entry keeps the old value of the update that brought its key in (what was last emitted
+for it); it leaves with that as its old value when a table below asks for old values.
 """
 
 from __future__ import annotations
@@ -39,15 +42,18 @@ class Suppress(Node):
         super().__init__(**args)
         self.spec: SuppressSpec = args["spec"]
         self.observed = -1
-        self.buffer: dict[Any, tuple[int, Rec]] = {}  # key -> (buffer time, latest update)
+        #: key -> (buffer time, latest update, prior value: the old value it entered with)
+        self.buffer: dict[Any, tuple[int, Rec, Any]] = {}
 
     def process(self, rec: Rec, task: Task, port: int) -> None:
         self.observed = max(self.observed, rec.ts)
+        held = self.buffer.get(rec.key)
+        prior = rec.value.old if held is None else held[2]
         if self.spec.time_limit is None:
             time = rec.key.window.end
         else:
-            time = self.buffer[rec.key][0] if rec.key in self.buffer else rec.ts
-        self.buffer[rec.key] = (time, rec.but(value=Change(rec.value.new)))
+            time = rec.ts if held is None else held[0]
+        self.buffer[rec.key] = (time, rec, prior)
         wait = self.args["close_after"] if self.spec.time_limit is None else self.spec.time_limit
         self.evict_while(task, lambda oldest: oldest <= self.observed - wait)
         if self.spec.max_records is not None:
@@ -56,9 +62,10 @@ class Suppress(Node):
     def evict_while(self, task: Task, condition: Any) -> None:
         while self.buffer:
             key = min(self.buffer, key=lambda k: (self.buffer[k][0], order_key(k)))
-            time, update = self.buffer[key]
+            time, update, prior = self.buffer[key]
             if not condition(time):
                 return
             del self.buffer[key]
             if update.value.new is not None or self.spec.time_limit is not None:
-                self.forward(update, task)
+                old = prior if self.args.get("send_old") else None
+                self.forward(update.but(value=Change(update.value.new, old)), task)

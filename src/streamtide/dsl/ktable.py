@@ -24,9 +24,9 @@ from streamtide.dsl.suppress import SuppressOperator
 from streamtide.dsl.suppressed import Suppressed
 from streamtide.dsl.table_state import TableOperator
 from streamtide.dsl.table_view import (
-    AggregationOrigin,
     DerivedOrigin,
     StoreOrigin,
+    SuppressOrigin,
     TableOrigin,
     table_store,
 )
@@ -244,7 +244,9 @@ class KTable:
         """Hold updates back: ``Suppressed.until_window_closes(...)`` emits each window's final
         result once (windowed tables only); ``Suppressed.until_time_limit(d, ...)`` emits a
         key's latest value ``d`` after its first buffered update. The buffer is a changelogged
-        store (``<name>-store`` when named), so it survives restarts and task moves."""
+        store (``<name>-store`` when named), so it survives restarts and task moves. It asks
+        this table for old values and keeps them (``dsl/suppress.py``), so the tables below
+        get old values when they ask."""
         if not isinstance(suppressed, Suppressed):
             raise TypeError(f"suppress() needs a Suppressed, got {suppressed!r}")
         if suppressed.final_results and self.window_close_ms is None:
@@ -259,15 +261,21 @@ class KTable:
         else:
             name = builder.new_name("KTABLE-SUPPRESS-")
             store_name = builder.new_name("KTABLE-SUPPRESS-STATE-STORE-")
-        if isinstance(self.origin, AggregationOrigin):
-            self.origin.plain_child = True  # the buffer takes plain values
+        origin = SuppressOrigin(self)
         wait = self.window_close_ms if suppressed.final_results else suppressed.time_limit_ms
         key_serde, value_serde = self.key_serde, self.value_serde
         windowed = self.window_close_ms is not None
         builder.topology.add_processor(
             name,
             lambda: SuppressOperator(
-                name, store_name, suppressed, wait, key_serde, value_serde, windowed
+                name,
+                store_name,
+                suppressed,
+                wait,
+                key_serde,
+                value_serde,
+                windowed,
+                origin.send_old_values,
             ),
             self.node,
         )
@@ -278,7 +286,13 @@ class KTable:
         )
         builder.topology.add_state_store(store, name)
         return KTable(
-            builder, name, None, key_serde, value_serde, window_close_ms=self.window_close_ms
+            builder,
+            name,
+            None,
+            key_serde,
+            value_serde,
+            origin=origin,
+            window_close_ms=self.window_close_ms,
         )
 
     # ---- re-grouping and joins (dsl/kgrouped_table.py, dsl/table_table_joins.py) ---------

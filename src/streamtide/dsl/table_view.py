@@ -10,8 +10,9 @@ questions that downstream operators ask:
 - ``enable_sending_old_values(force)``: make the table's updates carry old values
   (``Change.old``). A materialized table can always; a derived one can when its parent can;
   with ``force`` a source table materializes itself to be able to. A key-value stream
-  aggregation sends them when asked without ``force`` (a filter below asks); windowed ones
-  cannot (their updates carry only new values).
+  aggregation sends them when asked without ``force`` (a filter or suppress below asks);
+  windowed ones cannot (their updates carry only new values). A suppressed table passes
+  the question to its parent.
 
 Processors read the origin's settings when the task builds them, after the topology is
 complete, so an operator added later (a ``group_by`` downstream) still switches them on.
@@ -130,28 +131,25 @@ class StoreOrigin(TableOrigin):
 
 
 class AggregationOrigin(StoreOrigin):
-    """A table made by a key-value stream aggregation: it sends old values when a ``filter``
-    or ``map_values`` below asks (Kafka's KTableFilter asks its parent when it is built, so
-    that it forwards no tombstone for a key that never passed), unless one of its children
-    takes plain values only (``suppress``; the answer is then read again when the task is
-    built, and the tables below fall back to sending no old values). A ``group_by`` of it
-    is still refused."""
+    """A table made by a key-value stream aggregation: it sends old values when a ``filter``,
+    ``map_values`` or ``suppress`` below asks (Kafka's KTableFilter asks its parent when it
+    is built, so that it forwards no tombstone for a key that never passed; Kafka's suppress
+    asks so that its buffer knows what it last emitted). A ``group_by`` of it is still
+    refused."""
 
     def __init__(self, store_name: str | None) -> None:
         super().__init__(store_name)
         self.asked = False
-        #: a child that takes plain values only (``suppress``) was added
-        self.plain_child = False
 
     @property  # type: ignore[override]
     def send_old_values(self) -> bool:
-        return self.asked and not self.plain_child
+        return self.asked
 
     def enable_sending_old_values(self, force: bool) -> bool:
         if force:
             return False
         self.asked = True
-        return not self.plain_child
+        return True
 
 
 class MaterializedOrigin(TableOrigin):
@@ -192,3 +190,25 @@ class DerivedOrigin(TableOrigin):
         if self.store_name is not None:
             return store_view(self.store_name)
         return mapped_view(self.parent.origin.view(), self.compute)
+
+
+class SuppressOrigin(TableOrigin):
+    """A suppressed table (Kafka's KTableSuppressProcessorSupplier): it asks its parent for
+    old values when it is built (its buffer keeps what it last emitted for a key) and sends
+    them on when a table below asks and the parent sends them. It has no store of its own
+    to look values up in."""
+
+    def __init__(self, parent: KTable) -> None:
+        self.parent = parent
+        parent.origin.enable_sending_old_values(False)
+        self.asked = False
+
+    @property  # type: ignore[override]
+    def send_old_values(self) -> bool:
+        """Read when the task is built, like ``DerivedOrigin.send_old_values``."""
+        return self.asked and self.parent.origin.send_old_values
+
+    def enable_sending_old_values(self, force: bool) -> bool:
+        if self.parent.origin.enable_sending_old_values(force):
+            self.asked = True
+        return self.send_old_values
