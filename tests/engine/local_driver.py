@@ -92,7 +92,9 @@ class LocalDriver:
         return batch
 
     def _purge(self) -> None:
-        """As StreamsApp: delete the repartition records every consumer has committed."""
+        """As StreamsApp: delete the repartition records every consumer has committed; after
+        every batch (StreamsApp purges at most every ``PURGE_INTERVAL_S``), so that what a
+        run leaves in its repartition topics does not depend on how long it took."""
         assert isinstance(self.committer, KafkaBatchCommitter)
         internal = self._internal_topics()
         consumed = {}
@@ -101,7 +103,7 @@ class LocalDriver:
             for topic, partition in partitions:
                 if topic in internal and offset_key(topic, partition) in offsets:
                     consumed[(topic, partition)] = offsets[offset_key(topic, partition)]
-        self.committer.purge(consumed)
+        self.committer.purge(consumed, force=True)
 
     def _internal_topics(self) -> set[str]:
         app = self.config.application_id
