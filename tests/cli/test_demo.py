@@ -34,6 +34,11 @@ def test_the_demo_output_can_be_followed_as_printed(tmp_path: Path) -> None:
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
     text = " ".join(demo.stdout.split())
     assert "check: every unique click is counted exactly once" in text
+    # Spark's start-up notices that need no action stay out of the demo's output
+    for notice in ("log4j profile", "NativeCodeLoader", "resolves to a loopback address"):
+        assert notice not in demo.stderr, demo.stderr
+    # the clicks are from 2026, and the summary shows clock minutes
+    assert re.search(r"\b09:\d\d\b", demo.stdout), demo.stdout
     clicks = int(re.search(r"(\d+) clicks in, (\d+) unique", text)[1])  # type: ignore[index]
     unique = int(re.search(r"(\d+) clicks in, (\d+) unique", text)[2])  # type: ignore[index]
     explained = re.search(
@@ -61,6 +66,7 @@ def test_the_demo_output_can_be_followed_as_printed(tmp_path: Path) -> None:
         user, _, window = record["key"].partition("@")
         start, end = window.strip("[)").split(",")
         assert re.fullmatch(r"user-\d\d", user) and start <= end, record
+        assert start.startswith("2026-01-05T"), record
         assert record["value"] is None or record["value"] >= 1
 
     # the quick start's commands, ./dev included, from the directory the demo ran in

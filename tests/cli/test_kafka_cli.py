@@ -26,7 +26,7 @@ LINES = [
 
 @pytest.fixture
 def kafka_env(kafka_url: str, tmp_path: Path) -> dict[str, str]:
-    """STREAMTIDE_LOG and a client config file (created topics keep 1970 timestamps)."""
+    """STREAMTIDE_LOG and a client config file (created topics keep old timestamps)."""
     config = tmp_path / "client.properties"
     config.write_text("# test broker\ntopic.retention.ms = -1\n\nsocket.timeout.ms=10000\n")
     return {"STREAMTIDE_LOG": kafka_url, "STREAMTIDE_LOG_CONFIG": str(config)}

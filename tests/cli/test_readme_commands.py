@@ -1,8 +1,9 @@
 """The README's command-line section runs as written: every ``streamtide`` command of its bash
 block, in order, with the installed command, in a fresh directory holding what the README says
-it holds (``myapp.py`` with the first example's topology, ``events.jsonl``, and the README's
-``clickstats.toml`` with a free metrics port). ``run`` runs until its first batch is committed
-and is then stopped with Ctrl-C, which must print one line."""
+it holds (``myapp.py`` with the first example's topology, ``events.jsonl`` written by the
+README's own command, and the README's ``clickstats.toml`` with a free metrics port). ``run``
+runs until its first batch is committed and is then stopped with Ctrl-C, which must print one
+line."""
 
 from __future__ import annotations
 
@@ -53,12 +54,19 @@ def test_the_command_line_section_runs_as_written(tmp_path: Path) -> None:
     (toml,) = blocks("### The log and the command line", "toml")
     assert "metrics_port = 9464" in toml
     (tmp_path / "clickstats.toml").write_text(toml.replace("9464", str(port)))
-    events = [
+    (generate,) = [
+        line
+        for block in blocks("### The log and the command line", "bash")
+        for line in block.splitlines()
+        if line.startswith("python3 -c")
+    ]
+    assert _shell(generate, tmp_path).returncode == 0, generate
+    events = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert events == [
         {"key": user, "value": {"page": "/"}, "timestamp": T0 + (n * 3 + u) * 20_000}
         for n in range(CLICKS_PER_USER)
         for u, user in enumerate(USERS)
     ]
-    (tmp_path / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     steps = commands("### The log and the command line")
     assert [c.split()[1] for c in steps] == [
         "topics", "produce", "run", "consume", "status", "describe",

@@ -9,6 +9,7 @@ import shutil
 import sys
 import time
 from collections import Counter, defaultdict
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -61,14 +62,14 @@ def demo(directory: str, users: int, master: str, batch_size: int, kafka: bool) 
     broker = start_broker(root / "kafka")
     try:
         console.print(f"broker on {broker.bootstrap}, data in {root / 'kafka'}")
-        # the demo's clicks carry 1970 timestamps: keep them (no time retention)
+        # the demo's clicks carry past timestamps: keep them (no time retention)
         _run(console, root, broker.url, KAFKA_DEMO_OPTIONS, users, master, batch_size)
     finally:
         broker.stop()
 
 
-#: Topic settings of the demo's Kafka topics: its clicks are timestamped from 1970 on, which
-#: Kafka's default time retention (7 days) would delete at once.
+#: Topic settings of the demo's Kafka topics: its clicks are timestamped in January 2026,
+#: which Kafka's default time retention (7 days) would delete at once.
 KAFKA_DEMO_OPTIONS = {"topic.retention.ms": "-1"}
 
 
@@ -211,14 +212,12 @@ def _show(console, log, progress, elapsed: float, events: int, distinct: int) ->
             minutes[Serdes.long().deserialize(record.key)].update(
                 Serdes.json().deserialize(record.value)
             )
-    summary = Table(title="clicks per page per minute of stream time (first 10 minutes)")
+    summary = Table(title="clicks per page per minute of stream time (first 10 minutes, UTC)")
     summary.add_column("minute", justify="right")
     for page in demo_app.PAGES:
         summary.add_column(page, justify="right")
     for minute in sorted(minutes)[:10]:
-        summary.add_row(
-            str(minute // 60000), *(str(minutes[minute].get(p, 0)) for p in demo_app.PAGES)
-        )
+        summary.add_row(_clock(minute), *(str(minutes[minute].get(p, 0)) for p in demo_app.PAGES))
     console.print(summary)
     total_sessions = sum(len(v) for v in per_user.values())
     counted = sum(c for rows in per_user.values() for *_, c in rows)
@@ -231,3 +230,8 @@ def _show(console, log, progress, elapsed: float, events: int, distinct: int) ->
     else:
         console.print(f"[red]check failed:[/] {counted} counted, {distinct} expected")
         raise SystemExit(1)
+
+
+def _clock(epoch_ms: int) -> str:
+    """``HH:MM`` (UTC) of an event-time minute, as the summary table shows it."""
+    return datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc).strftime("%H:%M")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from streamtide import (
@@ -28,6 +28,8 @@ SESSIONS = "session-counts"
 SUMMARY = "minute-summary"
 PAGES = ["/", "/search", "/product", "/cart", "/checkout"]
 MINUTE = 60_000
+#: When the demo's hour of clicks starts (event time, epoch milliseconds, UTC).
+START_MS = int(datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc).timestamp() * 1000)
 
 
 def generate_clicks(users: int = 40, seed: int = 7) -> list[tuple[str, dict[str, Any]]]:
@@ -37,7 +39,7 @@ def generate_clicks(users: int = 40, seed: int = 7) -> list[tuple[str, dict[str,
     events: list[tuple[str, dict[str, Any]]] = []
     for u in range(users):
         user = f"user-{u:02d}"
-        t = rnd.randrange(0, 10 * MINUTE)
+        t = START_MS + rnd.randrange(0, 10 * MINUTE)
         for burst in range(rnd.randint(1, 4)):
             for click in range(rnd.randint(2, 12)):
                 t += rnd.randrange(2_000, 40_000)

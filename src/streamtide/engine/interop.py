@@ -13,6 +13,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from streamtide.errors import ConfigError, StreamtideError
@@ -34,6 +35,10 @@ class ExecutorInfo:
         return f"executor_{self.host}_{self.id}"
 
 
+#: The driver JVM's logging configuration (warnings only, no start-up notices).
+_LOG4J2 = Path(__file__).with_name("spark-log4j2.properties").as_uri()
+
+
 def build_session(master: str = "local[2]", app_name: str = "streamtide", **conf: str) -> Any:
     """A classic SparkSession with the settings Streamtide needs (quiet, pinned tasks)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -50,6 +55,7 @@ def build_session(master: str = "local[2]", app_name: str = "streamtide", **conf
         .config("spark.task.maxFailures", "4")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.python.worker.reuse", "true")
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={_LOG4J2}")
     )
     for key, value in conf.items():  # given settings win over the defaults above
         builder = builder.config(key, value)
