@@ -20,6 +20,7 @@ from streamtide import (
     StreamsBuilder,
     StreamsConfig,
     StreamsProcessingError,
+    UserCodeError,
 )
 from streamtide.log.api import LogRecord
 from streamtide.testing import TopologyTestDriver
@@ -63,7 +64,8 @@ def test_fail_stops_naming_processor_task_topic_partition_and_offset() -> None:
         with pytest.raises(StreamsProcessingError) as raised:
             pipe(test_driver, "a", "boom", "c")
         error = raised.value
-        assert type(error) is StreamsProcessingError  # "fail": retried once by the engine
+        assert type(error) is UserCodeError  # user code raised: final, never retried
+        assert isinstance(error.__cause__, ValueError)
         assert (error.node, error.task_id, error.topic, error.partition, error.offset) == (
             "explode",
             "0_0",

@@ -80,6 +80,33 @@ class RecordErrors:
             self._send(self.dead_letter_topic, exc, node, topic, raw)
         return CONTINUE
 
+    def on_punctuation_error(
+        self, exc: Exception, node: str, timestamp: int
+    ) -> ProcessingHandlerResponse | None:
+        """A punctuator of ``node`` raised (KIP-1033): the processing handler decides, given
+        no record and a context without topic, partition or offset. CONTINUE drops the
+        punctuation (counted as a dropped record; nothing goes to a dead-letter topic, as
+        there is no input record); FAIL when a handler function said so; None for
+        ``"fail"``."""
+        handler = self.processing_handler
+        if handler == "fail":
+            return None
+        if callable(handler):
+            context = ErrorHandlerContext(node, self.task_id, None, None, None, timestamp)
+            response = _ask(handler, context, None, exc, "processing_exception_handler")
+            if response is FAIL:
+                return FAIL
+        drops.record_drop(self.metrics, drops.PROCESSING_ERROR)
+        log.warning(
+            "task %s: a punctuator of processor %r raised %s: %s (at %d; continuing)",
+            self.task_id,
+            node,
+            type(exc).__name__,
+            exc,
+            timestamp,
+        )
+        return CONTINUE
+
     def on_deserialization_error(
         self, exc: Exception, node: str, topic: str, raw: RawRecord
     ) -> ProcessingHandlerResponse | None:

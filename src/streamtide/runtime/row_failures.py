@@ -7,13 +7,24 @@ handler in input order once the piece is done (``StreamTask``). An error that na
 row (a punctuator's, a store's outside a row loop) stops the task at once: ``Failures.stop``
 locates it (task, node, topic, partition) and remembers it, so nodes above pass it on instead
 of mistaking it for a failure of their own row.
+
+Where an error came from decides whether a retry may help (docs/errors.md): a row failure,
+and anything a Processor API processor raises in a callback, is user code's (unless it is an
+error of the infrastructure that merely passed through user code, ``from_infrastructure``),
+and stops the application at once as a ``UserCodeError``; an error that escapes an operator
+outside its row loop is the engine's, and the stage is retried.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from streamtide.errors import BufferFullError, HandlerFailedError, StreamsProcessingError
+from streamtide.errors import (
+    BufferFullError,
+    HandlerFailedError,
+    StreamsProcessingError,
+    UserCodeError,
+)
 from streamtide.processor.column_batch import ColumnBatch
 from streamtide.record import Record
 
@@ -43,9 +54,11 @@ def processing_error(
     partition: int,
     offset: int | None,
     final: bool = False,
+    user_code: bool = False,
 ) -> StreamsProcessingError:
     """``error`` as the ``StreamsProcessingError`` that stops the task (a ``BufferFullError``
-    stays one; ``final``: a handler function answered FAIL)."""
+    stays one; ``final``: a handler function answered FAIL; ``user_code``: user code raised
+    it, a ``UserCodeError``)."""
     if isinstance(error, StreamsProcessingError):
         message = str(error).split(" (", 1)[0]
     else:
@@ -55,6 +68,8 @@ def processing_error(
         if isinstance(error, BufferFullError)
         else HandlerFailedError
         if final
+        else UserCodeError
+        if user_code
         else StreamsProcessingError
     )
     return error_type(
@@ -78,9 +93,17 @@ class Failures:
         self.fatal: StreamsProcessingError | None = None
 
     def stop(
-        self, error: Exception, node: str | None, topic: str | None, offset: int | None = None
+        self,
+        error: Exception,
+        node: str | None,
+        topic: str | None,
+        offset: int | None = None,
+        *,
+        user_code: bool = False,
+        final: bool = False,
     ) -> StreamsProcessingError:
-        """The located error for ``error`` raised in ``node``; nodes above re-raise it."""
+        """The located error for ``error`` raised in ``node`` (by user code: ``user_code``;
+        after a handler function answered FAIL: ``final``); nodes above re-raise it."""
         if error is self.fatal:
             return error  # type: ignore[return-value]
         located = processing_error(
@@ -90,6 +113,8 @@ class Failures:
             topic=topic,
             partition=self.partition,
             offset=offset,
+            final=final,
+            user_code=user_code,
         )
         self.fatal = located
         return located
