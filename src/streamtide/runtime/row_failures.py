@@ -18,15 +18,21 @@ outside its row loop is the engine's, and the stage is retried.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from streamtide.errors import (
     BufferFullError,
     HandlerFailedError,
     StreamsProcessingError,
     UserCodeError,
+    from_infrastructure,
 )
+from streamtide.handlers import ProcessingHandlerResponse
 from streamtide.processor.column_batch import ColumnBatch
 from streamtide.record import Record
+
+if TYPE_CHECKING:
+    from streamtide.runtime.record_errors import RecordErrors
 
 
 @dataclass(slots=True)
@@ -85,9 +91,12 @@ def processing_error(
 class Failures:
     """The row failures of the piece in progress, and the error stopping the task."""
 
-    def __init__(self, task_id: str, partition: int) -> None:
+    def __init__(
+        self, task_id: str, partition: int, record_errors: RecordErrors | None = None
+    ) -> None:
         self.task_id = task_id
         self.partition = partition
+        self.record_errors = record_errors
         self.rows: list[RowFailure] = []
         #: the located error on its way out of the task (never a row failure)
         self.fatal: StreamsProcessingError | None = None
@@ -118,6 +127,34 @@ class Failures:
         )
         self.fatal = located
         return located
+
+    def unsourced(self, error: Exception, node: str, batch: ColumnBatch, position: int) -> int:
+        """A row that derives from no input row (forwarded by a punctuator or a cache flush)
+        failed in ``node``: the processing exception handler decides about it alone, as
+        about any record (CONTINUE: the position after it); otherwise the task stops."""
+        user_code = not from_infrastructure(error)
+        response = None
+        if user_code and not isinstance(error, BufferFullError):
+            record = batch.record(position)
+            response = self.handle_without_input(error, node, record, record.timestamp)
+            if response is ProcessingHandlerResponse.CONTINUE:
+                return position + 1
+        final = response is not None
+        raise self.stop(error, node, batch.topic, user_code=user_code, final=final) from error
+
+    def handle_without_input(
+        self, error: Exception, node: str, record: Record | None, timestamp: int
+    ) -> ProcessingHandlerResponse | None:
+        """What the processing exception handler answers for an error without an input
+        record (``RecordErrors.on_error_without_input``); a handler function that fails
+        stops the task."""
+        if self.record_errors is None:
+            return None
+        try:
+            return self.record_errors.on_error_without_input(error, node, record, timestamp)
+        except HandlerFailedError as failed:
+            self.fatal = failed
+            raise
 
     def take(self) -> list[RowFailure]:
         """The piece's failures in input order, leaving none. An input row has one: when

@@ -164,7 +164,7 @@ class StreamTask:
         self._pieces = PieceRunner(self)
         self._flush_listeners: list[tuple[Node, Callable[[], None]]] = []
         self.stores = stores or TaskStores(topology, self.subtopology.stores)
-        self.failures = Failures(self.task_id, partition)
+        self.failures = Failures(self.task_id, partition, self.record_errors)
         self._nodes: dict[str, Node] = {}
         self._sources: dict[str, SourceNode] = {}
         self._build_nodes()
@@ -380,7 +380,7 @@ class StreamTask:
         except Exception as error:
             if error is self.failures.fatal or from_infrastructure(error):
                 raise
-            response = self.record_errors.on_punctuation_error(error, node.name, now)
+            response = self.failures.handle_without_input(error, node.name, None, now)
             if response is ProcessingHandlerResponse.CONTINUE:
                 return
             raise self.failures.stop(
