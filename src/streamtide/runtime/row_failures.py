@@ -3,10 +3,11 @@
 Operators report a row whose rule raised (``ColumnOperator.fail``); the node graph keeps the
 row away from every node that record-at-a-time processing would not have reached after the
 failure (``runtime.graph``), and the task hands the reported rows to the processing exception
-handler in input order once the piece is done (``StreamTask``). An error that names no input
-row (a punctuator's, a store's outside a row loop) stops the task at once: ``Failures.stop``
-locates it (task, node, topic, partition) and remembers it, so nodes above pass it on instead
-of mistaking it for a failure of their own row.
+handler in input order once the piece is done (``StreamTask``); a row that derives from no
+input row (a punctuator's or a cache flush's) goes to the handler on its own at once
+(``Failures.unsourced``). An error that stops the task (a store's outside a row loop, or one
+the handler did not skip) is located by ``Failures.stop`` (task, node, topic, partition) and
+remembered, so nodes above pass it on instead of mistaking it for a failure of their own row.
 
 Where an error came from decides whether a retry may help (docs/errors.md): a row failure,
 and anything a Processor API processor raises in a callback, is user code's (unless it is an
