@@ -97,6 +97,17 @@ def kill(pid: int) -> bool:
         return False
 
 
+def progress(run: ChaosRun, started: float, killed: str) -> None:
+    """A line per kill, so that a long run shows how far it got (``./dev faults`` runs with
+    ``-s``)."""
+    print(
+        f"[{time.monotonic() - started:7.0f} s] killed {killed}: {run.driver_kills} drivers "
+        f"({run.group_kills} with their JVM), {run.executor_kills} executor JVMs, "
+        f"{run.worker_kills} Python workers, {run.driver_runs} driver runs",
+        flush=True,
+    )
+
+
 def run_spark_chaos(
     tmp: Path,
     log_url: str,
@@ -156,8 +167,10 @@ def run_spark_chaos(
             jvms, workers = executor_jvms(driver.pid), python_workers(driver.pid)
             if rnd.random() < 0.6 and jvms and run.executor_kills < executor_kills:
                 run.executor_kills += kill(rnd.choice(jvms))
+                progress(run, started, "an executor JVM")
             elif workers:
                 run.worker_kills += kill(rnd.choice(workers))
+                progress(run, started, "a Python worker")
         if driver.poll() is None:
             if rnd.random() < 0.4:
                 os.killpg(driver.pid, signal.SIGKILL)
@@ -165,6 +178,7 @@ def run_spark_chaos(
             else:
                 driver.send_signal(signal.SIGKILL)
             run.driver_kills += 1
+            progress(run, started, "the driver")
         driver.wait()
     for chunk in chunks:
         write_clicks(log_url, chunk)
