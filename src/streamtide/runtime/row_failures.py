@@ -9,11 +9,11 @@ input row (a punctuator's or a cache flush's) goes to the handler on its own at 
 the handler did not skip) is located by ``Failures.stop`` (task, node, topic, partition) and
 remembered, so nodes above pass it on instead of mistaking it for a failure of their own row.
 
-Where an error came from decides whether a retry may help (docs/errors.md): a row failure,
-and anything a Processor API processor raises in a callback, is user code's (unless it is an
-error of the infrastructure that merely passed through user code, ``from_infrastructure``),
-and stops the application at once as a ``UserCodeError``; an error that escapes an operator
-outside its row loop is the engine's, and the stage is retried.
+Where an error came from decides whether a retry may help (docs/engine.md, "Failures"): a
+row failure, and anything a Processor API processor raises in a callback, is user code's
+(unless it is an error of the infrastructure that merely passed through user code,
+``from_infrastructure``), and stops the application at once as a ``UserCodeError``; an error
+that escapes an operator outside its row loop is the engine's, and the stage is retried.
 """
 
 from __future__ import annotations
