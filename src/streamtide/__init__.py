@@ -43,6 +43,7 @@ from streamtide.errors import (
     TopologyError,
     UnknownTopicError,
     UnsupportedVersionError,
+    UserCodeError,
 )
 from streamtide.handlers import ErrorHandlerContext, ProcessingHandlerResponse
 from streamtide.processor import (
@@ -125,6 +126,7 @@ __all__ = [
     "TopologyError",
     "UnknownTopicError",
     "UnsupportedVersionError",
+    "UserCodeError",
     "Window",
     "Windowed",
 ]

@@ -75,6 +75,14 @@ class StreamsProcessingError(StreamtideError):
         super().__init__(f"{message} ({where})" if where else message)
 
 
+class UserCodeError(StreamsProcessingError):
+    """User code raised (a ``Processor``, a DSL function, a serde, a partitioner, a timestamp
+    extractor, a punctuator) and the processing exception handler did not skip it: the
+    application stops at once, without retries, so that no record reaches user code a second
+    time (user code may have effects outside the application). The cause is the exception
+    user code raised."""
+
+
 class HandlerFailedError(StreamsProcessingError):
     """A record error handler function answered ``FAIL`` (or raised itself): the application
     stops at once, without retries."""
@@ -118,3 +126,10 @@ class StoreDamagedError(StoreError):
 class InvalidStateStoreError(StoreError):
     """A store cannot be queried: unknown name, a kind that cannot be queried, an application
     that is not running, or its task unreachable for now (retry after the next batch)."""
+
+
+def from_infrastructure(error: BaseException) -> bool:
+    """Whether ``error``, caught where user code runs, came from what the application runs
+    on rather than from user code: a store's damaged local files, the log, a newer driver, or
+    memory. Such failures are retried; anything else user code raised is final."""
+    return isinstance(error, (StoreDamagedError, LogError, FencedError, MemoryError))

@@ -26,12 +26,14 @@ class ProcessingHandlerResponse(enum.Enum):
 @dataclass(frozen=True)
 class ErrorHandlerContext:
     """Where a record failed: the processor (for deserialization: the source node), the task,
-    and the input record's topic, partition, offset, timestamp and headers."""
+    and the input record's topic, partition, offset, timestamp and headers. For a punctuator
+    that raised there is no record: topic, partition and offset are None and the timestamp
+    is the punctuation's."""
 
     processor_node_id: str | None
     task_id: str
-    topic: str
-    partition: int
+    topic: str | None
+    partition: int | None
     offset: int | None
     timestamp: int
     headers: tuple[tuple[str, bytes], ...] = ()

@@ -35,8 +35,31 @@ from tests.engine.scenarios import (
 pytestmark = pytest.mark.spark
 
 
+def fail_next_log_write() -> None:
+    """Make this process's next write of task outputs to the log (a file log's segments, a
+    Kafka task's commit) raise ``OSError`` once: a failure of the infrastructure, not of user
+    code."""
+    import errno
+
+    from streamtide.runtime.kafka_task_commit import KafkaTaskCommit
+    from streamtide.runtime.segment_collector import SegmentCollector
+
+    writes = [(SegmentCollector, "write_segments"), (KafkaTaskCommit, "commit")]
+    originals = [(cls, name, cls.__dict__[name]) for cls, name in writes]
+
+    def failing(*args, **kwargs):
+        for cls, name, original in originals:
+            setattr(cls, name, original)
+        raise OSError(errno.EIO, "injected: writing the task's outputs to the log failed")
+
+    for cls, name in writes:
+        setattr(cls, name, failing)
+
+
 class FailOnce(Processor):
-    """Passes records through, but fails once (marker file) when it sees record ``n == at``."""
+    """Passes records through; when it first sees record ``n == at`` (marker file), its
+    Python worker dies (``kill``) or the log write at the end of the task fails
+    (``log-write``)."""
 
     def __init__(self, marker: str, at: int, how: str) -> None:
         self.marker, self.at, self.how = marker, at, how
@@ -46,7 +69,7 @@ class FailOnce(Processor):
             Path(self.marker).touch()
             if self.how == "kill":
                 os._exit(17)  # the Python worker dies mid-task
-            raise RuntimeError("injected failure")
+            fail_next_log_write()
         self.context.forward(record)
 
 
@@ -67,7 +90,7 @@ def expected_pass_through(events) -> dict[int, list]:
     return out
 
 
-@pytest.mark.parametrize("how", ["raise", "kill"])
+@pytest.mark.parametrize("how", ["log-write", "kill"])
 def test_a_failed_attempt_is_retried_and_its_output_never_duplicated(
     spark, log_url, tmp_path, how
 ) -> None:

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from streamtide import StreamsApp
 from streamtide.cli import main
-from streamtide.errors import FencedError, StreamtideError
+from streamtide.errors import FencedError, StreamtideError, UserCodeError
 from tests.engine.scenarios import (
     SCENARIOS,
     engine_config,
@@ -24,6 +24,7 @@ from tests.engine.scenarios import (
     write_events,
 )
 from tests.engine.test_exactly_once import expected_pass_through, pass_through
+from tests.engine.test_failures import assert_stopped_at_first_occurrence, failing_topology
 from tests.kafka_broker import BrokerUnavailable, start_broker
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
@@ -90,13 +91,13 @@ def test_a_second_driver_fences_the_first_through_kafka(
 
 
 @pytest.mark.parametrize("guarantee", ["exactly_once", "at_least_once"])
-@pytest.mark.parametrize("how", ["raise", "kill"])
+@pytest.mark.parametrize("how", ["log-write", "kill"])
 def test_a_failed_attempt_on_kafka_is_retried_and_nothing_is_missing(
     spark, kafka_url, tmp_path, how, guarantee
 ) -> None:
-    """A task attempt raises, or its Python worker dies, mid-batch; the retried batch
-    commits each task's run once (a task whose run committed before the failure finds it
-    committed and commits nothing again)."""
+    """A task attempt's write to Kafka fails, or its Python worker dies, mid-batch; the
+    retried batch commits each task's run once (a task whose run committed before the failure
+    finds it committed and commits nothing again)."""
     events = [(u, v, ts) for u, v, ts in kafka_events(150, seed=3) if "n" in v]
     events = [(u, {**v, "n": i}, ts) for i, (u, v, ts) in enumerate(events)]
     write_events(kafka_url, events)
@@ -119,6 +120,19 @@ def test_a_failed_attempt_on_kafka_is_retried_and_nothing_is_missing(
         for partition, rows in expected.items():
             got = outputs[partition]
             assert [r for i, r in enumerate(got) if r not in got[:i]] == rows
+
+
+def test_user_code_that_raises_on_kafka_stops_the_app_at_its_first_occurrence(
+    spark, kafka_url, tmp_path
+) -> None:
+    events = [(u, {**v, "n": i}, ts) for i, (u, v, ts) in enumerate(kafka_events(60, seed=41))]
+    write_events(kafka_url, events)
+    seen = tmp_path / "seen"
+    config = engine_config(kafka_url, str(tmp_path / "state"), app="kafka-user-code-error")
+    app = StreamsApp(failing_topology(str(seen), at=30, kind="mapper"), config, spark=spark)
+    with pytest.raises(UserCodeError) as info:
+        app.run_until_caught_up(timeout=300)
+    assert_stopped_at_first_occurrence(info.value, kafka_url, seen)
 
 
 def test_a_broker_restart_during_a_run_loses_nothing(spark, tmp_path) -> None:

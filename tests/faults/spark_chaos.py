@@ -26,6 +26,9 @@ from tests.faults.spark_kills import (
     write_clicks,
 )
 
+#: How long a driver may take to start its work units before its life is counted anyway.
+STARTUP_S = 300
+
 
 @dataclass
 class ChaosRun:
@@ -89,12 +92,30 @@ def python_workers(driver: int) -> list[int]:
     ]
 
 
+def runs_work_units(driver: int) -> bool:
+    """Whether the driver's executors started Python (a ``pyspark.daemon``): it runs its
+    application. On a loaded machine starting Spark takes a minute or more, and kills timed
+    from the driver's start alone mostly hit a driver that had not done anything yet."""
+    return any("pyspark.daemon" in cmd for cmd in descendants(driver).values())
+
+
 def kill(pid: int) -> bool:
     try:
         os.kill(pid, signal.SIGKILL)
         return True
     except ProcessLookupError:
         return False
+
+
+def progress(run: ChaosRun, started: float, killed: str) -> None:
+    """A line per kill, so that a long run shows how far it got (``./dev faults`` runs with
+    ``-s``)."""
+    print(
+        f"[{time.monotonic() - started:7.0f} s] killed {killed}: {run.driver_kills} drivers "
+        f"({run.group_kills} with their JVM), {run.executor_kills} executor JVMs, "
+        f"{run.worker_kills} Python workers, {run.driver_runs} driver runs",
+        flush=True,
+    )
 
 
 def run_spark_chaos(
@@ -111,7 +132,8 @@ def run_spark_chaos(
     executors: int = 2,
 ) -> ChaosRun:
     """Feed the clickstream in chunks while killing executor JVMs and Python workers every
-    few seconds and, now and then, the driver; until the wanted kills happened."""
+    few seconds and, now and then, the driver; until the wanted kills happened. Each driver
+    lives 40-90 s from when it runs its work units (``STARTUP_S`` at the most before that)."""
     started = time.monotonic()
     rnd = random.Random(seed)
     app = app or f"chaos-{seed}-{execution}"
@@ -150,14 +172,24 @@ def run_spark_chaos(
             fed.extend(chunk)
         driver = start(forever=True)
         groups.append(driver.pid)
-        life = time.monotonic() + rnd.uniform(40, 90)
-        while time.monotonic() < life and driver.poll() is None:
+        life = rnd.uniform(40, 90)  # counted from when the driver runs its work units
+        begun, running = time.monotonic(), None
+        while driver.poll() is None:
+            now = time.monotonic()
+            if running is None and (runs_work_units(driver.pid) or now - begun > STARTUP_S):
+                running = now
+            if running is not None and now - running >= life:
+                break
             time.sleep(rnd.uniform(3, 10))
+            if running is None:
+                continue  # a driver still starting has nothing to lose yet
             jvms, workers = executor_jvms(driver.pid), python_workers(driver.pid)
             if rnd.random() < 0.6 and jvms and run.executor_kills < executor_kills:
                 run.executor_kills += kill(rnd.choice(jvms))
+                progress(run, started, "an executor JVM")
             elif workers:
                 run.worker_kills += kill(rnd.choice(workers))
+                progress(run, started, "a Python worker")
         if driver.poll() is None:
             if rnd.random() < 0.4:
                 os.killpg(driver.pid, signal.SIGKILL)
@@ -165,6 +197,7 @@ def run_spark_chaos(
             else:
                 driver.send_signal(signal.SIGKILL)
             run.driver_kills += 1
+            progress(run, started, "the driver")
         driver.wait()
     for chunk in chunks:
         write_clicks(log_url, chunk)

@@ -19,8 +19,13 @@ def test_executor_jvms_workers_and_drivers_killed_under_load(
     tmp_path, request, execution, log
 ) -> None:
     log_url = request.getfixturevalue("kafka_url") if log == "kafka" else f"file://{tmp_path}/log"
+    # in micro-batch execution a Python worker lives only while a batch's job runs, so the
+    # harness finds one to kill about once per driver (continuous: several)
+    workers = 10 if execution == "continuous" else 3
     with cpu_hog(2.0) as load:
-        run = run_spark_chaos(tmp_path, log_url, seed=404, execution=execution)
+        run = run_spark_chaos(
+            tmp_path, log_url, seed=404, execution=execution, worker_kills=workers
+        )
     print(f"\nexecutor JVM kills ({execution}, {log} log, load {load.median:.1f}): {run}")
     assert run.executor_kills >= 20 and run.driver_kills >= 6
     assert (run.lost, run.duplicated, run.sessions_differing) == (0, 0, 0)

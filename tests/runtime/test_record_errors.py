@@ -20,6 +20,7 @@ from streamtide import (
     StreamsBuilder,
     StreamsConfig,
     StreamsProcessingError,
+    UserCodeError,
 )
 from streamtide.log.api import LogRecord
 from streamtide.testing import TopologyTestDriver
@@ -63,7 +64,8 @@ def test_fail_stops_naming_processor_task_topic_partition_and_offset() -> None:
         with pytest.raises(StreamsProcessingError) as raised:
             pipe(test_driver, "a", "boom", "c")
         error = raised.value
-        assert type(error) is StreamsProcessingError  # "fail": retried once by the engine
+        assert type(error) is UserCodeError  # user code raised: final, never retried
+        assert isinstance(error.__cause__, ValueError)
         assert (error.node, error.task_id, error.topic, error.partition, error.offset) == (
             "explode",
             "0_0",
@@ -229,3 +231,24 @@ def test_with_continue_what_the_processor_did_before_raising_stays() -> None:
             topic.pipe_input("k", value, timestamp=1)
         assert test_driver.get_key_value_store("counts").get("k") == 3  # not rolled back
         assert test_driver.metrics()["dropped-records.processing_error"] == 1
+
+
+def test_a_serde_of_the_user_that_raises_at_a_sink_stops_the_task_as_user_code() -> None:
+    def to_bytes(value: str) -> bytes:
+        if value == "B":
+            raise ValueError("no B here")
+        return value.encode()
+
+    builder = StreamsBuilder()
+    mine = Serdes.from_functions(to_bytes, bytes.decode)
+    (
+        builder.stream("in", Consumed.with_(STRING, STRING))
+        .map_values(str.upper, "shout")
+        .to("out", Produced.with_(STRING, mine))
+    )
+    config = StreamsConfig(application_id="errors")
+    with TopologyTestDriver(builder.build(), config) as test_driver:
+        with pytest.raises(UserCodeError, match="no B here") as raised:
+            pipe(test_driver, "a", "b")
+        assert (raised.value.topic, raised.value.offset) == ("in", 1)
+        assert out(test_driver) == ["A"]

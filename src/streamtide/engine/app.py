@@ -18,7 +18,7 @@ from streamtide.engine.batch_size import BatchSizeController
 from streamtide.engine.committer import BatchCommitter
 from streamtide.engine.continuous import ContinuousWorkers, SlotKey, WorkerLostError
 from streamtide.engine.cyclic_gc import cyclic_gc_paused
-from streamtide.engine.failures import RemoteTraceback, rebuild, signature
+from streamtide.engine.failures import RemoteTraceback, rebuild
 from streamtide.engine.global_offsets import global_ends
 from streamtide.engine.interop import (
     ExecutorInfo,
@@ -934,13 +934,12 @@ class StreamsApp:
     ) -> dict[int, list[tuple[str, dict[str, Any]]]]:
         """Run the work units of every planned stage (``{stage: ranges}``) in one Spark job
         and return each stage's reports (their phases added to ``progress``). A failed job is
-        re-planned with the same ranges, up to ``MAX_STAGE_ATTEMPTS`` times; a deterministic
-        failure is reported at once."""
+        re-planned with the same ranges, up to ``MAX_STAGE_ATTEMPTS`` times; a failure no
+        retry can help (user code's, or fatal: ``engine.failures``) is reported at once."""
         import json
 
         last_error: Exception | None = None
         cause: BaseException | None = None
-        previous: dict[str, Any] | None = None  # the last failure report
         for attempt in range(MAX_STAGE_ATTEMPTS):
             if attempt:
                 self._retried.update(plans)
@@ -1015,11 +1014,9 @@ class StreamsApp:
                 # a task's producer was fenced: by a newer driver (then this check raises),
                 # or by an older one that reopened the task (then the retry takes it back)
                 self.committer.check_fence()
-                previous = None
                 continue
-            if failure["fatal"] or (previous and signature(previous) == signature(failure)):
+            if failure["fatal"]:
                 raise last_error from cause  # retrying cannot help: report it once
-            previous = failure
         assert last_error is not None
         raise last_error from cause
 

@@ -3,13 +3,18 @@
 A work unit that raises does not fail its Spark task (which Spark would retry, logging a long
 trace each time); it returns a failure report instead: the error's type, message and fields,
 its cause, a short trace, and whether retrying can help. The driver rebuilds the error as its
-own ``streamtide.errors`` type and retries the stage only for errors that may be transient. An
-error is final at once when it is *fatal* (corrupt data, bad configuration, a record that
-cannot be deserialized or has a negative timestamp, a full suppression buffer that must shut
-down, a record an error handler function
-answered ``FAIL`` for, or a user exception of a type listed in
-``StreamsConfig.fatal_exceptions``) and on the first retry that fails exactly the same way (same
-type, message and record: a deterministic error in user code).
+own ``streamtide.errors`` type and retries the stage only for errors that may be transient.
+
+Where an error came from decides (docs/engine.md, "Failures"). An error is final at once when
+user code raised it (a ``UserCodeError``: the task marks what comes out of processors, DSL
+functions, serdes, partitioners, timestamp extractors and punctuators, so the failing record
+never reaches user code a second time), when it is *fatal* (corrupt data, bad configuration, a
+record that cannot be deserialized or has a negative timestamp, a full suppression buffer that
+must shut down, a record an error handler function answered ``FAIL`` for), or when an
+exception of a type listed in ``StreamsConfig.fatal_exceptions`` is the error or anywhere in
+its chain of causes (also outside user code: a custom store's error, a ``PermissionError``).
+Everything else failed in the infrastructure (a lost work unit or executor, I/O, the broker,
+RocksDB) and is retried.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from streamtide.errors import (
     StreamtideError,
     TopologyError,
     UnsupportedVersionError,
+    UserCodeError,
 )
 
 #: Errors that no retry can heal.
@@ -46,6 +52,7 @@ FATAL_TYPES: tuple[type[BaseException], ...] = (
     InvalidTimestampError,
     TopologyError,
     UnsupportedVersionError,
+    UserCodeError,
 )
 _TRACE_LINES = 25
 _FIELDS = ("task_id", "node", "topic", "partition", "offset")
@@ -59,10 +66,13 @@ class RemoteTraceback(Exception):
 def failure_report(exc: BaseException, fatal_exceptions: tuple[type, ...] = ()) -> dict[str, Any]:
     """A JSON-able report of ``exc`` raised in a work unit."""
     cause = exc.__cause__ or exc.__context__
-    fatal = isinstance(exc, FATAL_TYPES) or (
-        isinstance(exc, StreamsProcessingError)
-        and cause is not None
-        and isinstance(cause, (SerdeError, BufferFullError, *fatal_exceptions))
+    fatal = (
+        isinstance(exc, FATAL_TYPES)
+        or (
+            isinstance(exc, StreamsProcessingError)
+            and isinstance(cause, (SerdeError, BufferFullError))
+        )
+        or any(isinstance(e, fatal_exceptions) for e in _chain(exc))
     )
     trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     return {
@@ -88,10 +98,14 @@ def rebuild(report: dict[str, Any]) -> StreamtideError:
     return StreamtideError(f"a work unit failed: {report['error']}")
 
 
-def signature(report: dict[str, Any]) -> tuple[Any, ...]:
-    """What makes two failures "the same": type, message, cause and record."""
-    fields = report["fields"]
-    return (report["error"], report["cause"], *(fields.get(f) for f in _FIELDS))
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and its causes (explicit or implicit), each once."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
 
 
 def _is_ours(cls: type) -> bool:

@@ -54,7 +54,13 @@ Writing an operator (subclass ``ColumnOperator``):
 - **Drops and metrics**: count in a local variable and add once per batch
   (``context.metrics.increment(name, count)``, ``drops.record_drops``).
 - **Punctuators and caches** emit through ``self.emit`` too: their rows derive from no input
-  row (``ColumnBatch.unsourced``); a failure in them stops the task (no record to skip).
+  row (``ColumnBatch.unsourced``); a row of theirs that fails goes to the processing exception
+  handler on its own, at once (CONTINUE skips just that row: ``fail`` returns the next
+  position).
+- **Where a failure came from**: what ``fail`` is given is taken for user code's (final, no
+  retry), unless it is an error of the infrastructure (``errors.from_infrastructure``: a
+  damaged store, the log); an exception that escapes ``process_batch`` is the engine's and the
+  stage is retried.
 - ``close()``: release what ``init`` acquired.
 
 Tools for operators: ``call_rows`` (below) calls a user function once per row with the

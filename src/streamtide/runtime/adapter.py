@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from streamtide.errors import StreamsProcessingError
+from streamtide.errors import UserCodeError, from_infrastructure
 from streamtide.processor.api import Processor
 from streamtide.processor.column_batch import ColumnBatch
 from streamtide.processor.operator import ColumnOperator
@@ -162,13 +162,18 @@ class ProcessorAdapter(ColumnOperator):
 
     def run_callback(self, action: Callable[[], Any]) -> None:
         """A punctuator, flush listener, ``init`` or ``close``: no current record; what it
-        forwards is emitted afterwards as rows of no input row."""
+        forwards is emitted afterwards as rows of no input row. What the processor raises is
+        user code's: the task stops without retries (``UserCodeError``)."""
         context = self._context
         saved = context.batch, context.position, context.forwarded
         context.batch, context.position, context.forwarded = None, None, []
         try:
             action()
             forwarded = context.forwarded
+        except Exception as error:
+            if error is self._failures.fatal or from_infrastructure(error):
+                raise
+            raise self._failures.stop(error, self._node.name, None, user_code=True) from error
         finally:
             context.batch, context.position, context.forwarded = saved
         if forwarded:
@@ -223,7 +228,7 @@ def adapt(processor: Any, task: StreamTask, node: Node) -> ColumnOperator:
     if isinstance(processor, ColumnOperator):
         return processor
     if not callable(getattr(processor, "process", None)):
-        raise StreamsProcessingError(
+        raise UserCodeError(
             f"the supplier of processor {node.name!r} returned {processor!r}, which has no "
             "process(record) method",
             task_id=task.task_id,

@@ -163,11 +163,14 @@ class Node:
     def fail(self, batch: ColumnBatch, position: int, error: Exception) -> int:
         """Report that this node's rule raised ``error`` for the row at ``position``; the
         position to continue at (see ``ColumnOperator.fail``). A row that derives from no
-        input row (a punctuator's, a flushed cache's) cannot be skipped: the task stops."""
+        input row (a punctuator's, a flushed cache's) goes to the processing exception
+        handler at once (``Failures.unsourced``). The rule is user code (a DSL function, a
+        serde, a processor): what it raised stops the application without retries unless
+        it came from the infrastructure."""
         if error is self.failures.fatal:
             raise error
         row = batch.rows[position]
         if row < 0:
-            raise self.failures.stop(error, self.name, batch.topic) from error
+            return self.failures.unsourced(error, self.name, batch, position)
         self.failures.rows.append(RowFailure(row, self.name, batch, position, error))
         return batch.row_end(position)

@@ -32,8 +32,8 @@ from streamtide.errors import (
     HandlerFailedError,
     InvalidTimestampError,
     SerdeError,
-    StoreDamagedError,
     StreamsProcessingError,
+    from_infrastructure,
 )
 from streamtide.handlers import ProcessingHandlerResponse
 from streamtide.processor import drops
@@ -200,13 +200,15 @@ class PieceRunner:
 
     def _settle(self, source: SourceInput, failed: list[RowFailure]) -> None:
         """Hand the piece's failed rows to the processing exception handler, in input order:
-        skip each it lets go; stop at the first it does not (or at a full buffer)."""
+        skip each it lets go; stop at the first it does not (or at a full buffer, or at a
+        failure of the infrastructure, which is not the row's fault and is retried)."""
         topic = source.topic
         for failure in failed:
             raw = _RowView(source.columns, failure.row)
             error = failure.error
             response = None
-            if not isinstance(error, (BufferFullError, StoreDamagedError)):  # not the row's fault
+            user_code = not from_infrastructure(error)
+            if user_code and not isinstance(error, BufferFullError):
                 response = self.task.record_errors.on_processing_error(
                     error, failure.node, failure.record(), topic, raw
                 )
@@ -220,6 +222,7 @@ class PieceRunner:
                 partition=self.task.partition,
                 offset=raw.offset,
                 final=response is not None,
+                user_code=user_code,
             ) from error
 
     def _skip(self, source: SourceInput, row: int) -> None:

@@ -80,6 +80,35 @@ class RecordErrors:
             self._send(self.dead_letter_topic, exc, node, topic, raw)
         return CONTINUE
 
+    def on_error_without_input(
+        self, exc: Exception, node: str, record: Any, timestamp: int
+    ) -> ProcessingHandlerResponse | None:
+        """A punctuator of ``node`` raised (``record`` None), or ``node`` raised for a record
+        that derives from no input record (one a punctuator or a cache flush forwarded): the
+        processing handler decides, as in Kafka Streams (KIP-1033), given a context without
+        topic, partition or offset. CONTINUE drops the punctuation or the record (counted as
+        a dropped record; nothing goes to a dead-letter topic: there are no input bytes); FAIL
+        when a handler function said so; None for ``"fail"``."""
+        handler = self.processing_handler
+        if handler == "fail":
+            return None
+        if callable(handler):
+            context = ErrorHandlerContext(node, self.task_id, None, None, None, timestamp)
+            response = _ask(handler, context, record, exc, "processing_exception_handler")
+            if response is FAIL:
+                return FAIL
+        drops.record_drop(self.metrics, drops.PROCESSING_ERROR)
+        log.warning(
+            "task %s: processor %r raised %s: %s (%s at %d); continuing",
+            self.task_id,
+            node,
+            type(exc).__name__,
+            exc,
+            "in a punctuator" if record is None else "for a record of no input record",
+            timestamp,
+        )
+        return CONTINUE
+
     def on_deserialization_error(
         self, exc: Exception, node: str, topic: str, raw: RawRecord
     ) -> ProcessingHandlerResponse | None:

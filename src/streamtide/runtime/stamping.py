@@ -12,7 +12,7 @@ from __future__ import annotations
 from numbers import Integral
 from typing import Any
 
-from streamtide.errors import SerdeError, StreamsProcessingError
+from streamtide.errors import SerdeError, UserCodeError, from_infrastructure
 from streamtide.runtime.columns import InputColumns
 from streamtide.time import UNKNOWN_TIME
 from streamtide.timestamp_extractor import ConsumerRecord, TimestampExtractor
@@ -44,7 +44,9 @@ class SourceStamper:
         try:
             extracted = self.extractor(consumed, self.partition_time)
         except Exception as exc:
-            raise StreamsProcessingError(
+            if from_infrastructure(exc):
+                raise
+            raise UserCodeError(
                 f"the timestamp extractor failed: {type(exc).__name__}: {exc}",
                 task_id=self.task_id,
                 topic=self.topic,
@@ -53,7 +55,7 @@ class SourceStamper:
             ) from exc
         if extracted.__class__ is not int:
             if not isinstance(extracted, Integral) or isinstance(extracted, bool):
-                raise StreamsProcessingError(
+                raise UserCodeError(
                     f"the timestamp extractor returned {extracted!r}, not an int",
                     task_id=self.task_id,
                     topic=self.topic,

@@ -31,14 +31,15 @@ from typing import Any
 import pyarrow as pa
 
 from streamtide.config import StreamsConfig
-from streamtide.handlers import Handler
+from streamtide.errors import SerdeError, UserCodeError, from_infrastructure
+from streamtide.handlers import Handler, ProcessingHandlerResponse
 from streamtide.processor.api import PunctuationType, StateStore
 from streamtide.processor.nodes import ProcessorNodeDef, SinkNodeDef, SourceNodeDef
 from streamtide.processor.punctuation import PunctuationQueue, PunctuationSchedule
 from streamtide.processor.topology import Topology
 from streamtide.runtime.adapter import adapt
 from streamtide.runtime.collector import RecordCollector
-from streamtide.runtime.columns import BatchInput, RawRecord, processing_order
+from streamtide.runtime.columns import BatchInput, InputColumns, RawRecord, processing_order
 from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.graph import Node
 from streamtide.runtime.interleaving import depth_first_nodes
@@ -163,7 +164,7 @@ class StreamTask:
         self._pieces = PieceRunner(self)
         self._flush_listeners: list[tuple[Node, Callable[[], None]]] = []
         self.stores = stores or TaskStores(topology, self.subtopology.stores)
-        self.failures = Failures(self.task_id, partition)
+        self.failures = Failures(self.task_id, partition, self.record_errors)
         self._nodes: dict[str, Node] = {}
         self._sources: dict[str, SourceNode] = {}
         self._build_nodes()
@@ -215,7 +216,18 @@ class StreamTask:
         for definition in self.subtopology.nodes:
             if isinstance(definition, ProcessorNodeDef):
                 node = self._nodes[definition.name]
-                node.attach(adapt(definition.supplier(), self, node))  # type: ignore[misc]
+                node.attach(adapt(self._supply(definition), self, node))
+
+    def _supply(self, definition: ProcessorNodeDef) -> Any:
+        """A new processor from the node's supplier (user code for a Processor API node)."""
+        try:
+            return definition.supplier()  # type: ignore[misc]
+        except Exception as error:
+            raise UserCodeError(
+                f"the processor supplier raised {type(error).__name__}: {error}",
+                task_id=self.task_id,
+                node=definition.name,
+            ) from error
 
     def _add_stamper(self, extractor: TimestampExtractor, topic: str) -> None:
         key = offset_key(topic, self.partition)
@@ -299,7 +311,7 @@ class StreamTask:
         stamped = False
         for topic, columns in taken:
             source = self._sources[topic]
-            keys, values, errors = source.deserialize_columns(columns.keys, columns.values)
+            keys, values, errors = self._deserialize(source, topic, columns)
             stamper = self._stampers.get(topic)
             if stamper is not None:
                 stamper.stamp_columns(columns, keys, values, errors)
@@ -320,6 +332,24 @@ class StreamTask:
         self.metrics.increment("processed-records", done)
         return done
 
+    def _deserialize(
+        self, source: SourceNode, topic: str, columns: InputColumns
+    ) -> tuple[list[Any], list[Any], dict[int, SerdeError]]:
+        """A topic's keys and values deserialized; a serde that raises something other than
+        a ``SerdeError`` (one written without ``Serde``'s wrapping) stops the task."""
+        try:
+            return source.deserialize_columns(columns.keys, columns.values)
+        except Exception as error:
+            if from_infrastructure(error):
+                raise
+            raise UserCodeError(
+                f"a serde of source {source.name!r} raised {type(error).__name__}: {error}",
+                task_id=self.task_id,
+                node=source.name,
+                topic=topic,
+                partition=self.partition,
+            ) from error
+
     # ---- punctuation ---------------------------------------------------------------------
 
     def punctuate_stream_time(self) -> int:
@@ -336,9 +366,26 @@ class StreamTask:
 
     def _run_punctuator(self, schedule: PunctuationSchedule, now: int) -> None:
         node = self._nodes[schedule.node]
-        node.call(lambda: schedule.punctuator(now))
+        node.call(lambda: self._punctuate(node, schedule, now))
         self.metrics.increment("punctuations")
         self.metrics.increment(f"punctuations.{schedule.punctuation_type.value}")
+
+    def _punctuate(self, node: Node, schedule: PunctuationSchedule, now: int) -> None:
+        """Call the punctuator; what it raises goes to the processing exception handler, as
+        in Kafka Streams (KIP-1033): CONTINUE drops it (what the punctuator forwarded before
+        raising goes on), otherwise the task stops without retries. Failures below it (of
+        records it forwarded) and of the infrastructure are not the punctuator's."""
+        try:
+            schedule.punctuator(now)
+        except Exception as error:
+            if error is self.failures.fatal or from_infrastructure(error):
+                raise
+            response = self.failures.handle_without_input(error, node.name, None, now)
+            if response is ProcessingHandlerResponse.CONTINUE:
+                return
+            raise self.failures.stop(
+                error, node.name, None, user_code=True, final=response is not None
+            ) from error
 
     def schedules(self) -> list[PunctuationSchedule]:
         return [s for q in self._queues.values() for s in q.schedules()]
