@@ -25,7 +25,7 @@ from typing import Any
 from streamtide.processor.column_batch import EmittedRows
 from streamtide.serde import Serde, Serdes
 from streamtide.state.api import KeyValueBytesStore
-from streamtide.state.encoding import MAX_LONG, decode_long, encode_long
+from streamtide.state.encoding import MAX_LONG, MIN_LONG, decode_long, encode_long
 from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 from streamtide.state.timestamped import decode
 from streamtide.window import Window, Windowed
@@ -48,15 +48,24 @@ class CloseIndex:
 
     It keeps a floor below which nothing is indexed (read once, then raised past every range
     it empties), so each scan reads only the entries it takes: never the open windows, nor
-    the deleted entries of windows already emitted. While the oldest entry is known (after
-    the first read and after an add) a record whose close time has not reached it costs a
-    comparison and no scan.
+    the deleted entries of windows already emitted. ``due_from`` is the lowest bound a
+    ``take_due`` can find anything at (the floor, or the oldest entry while it is known:
+    after the first read and after an add), so a record whose close time has not reached it
+    costs its operator a comparison and no call.
+
+    Adds and removes are staged in memory (the latest write of each entry) and handed to the
+    store at once before a scan and when the operator's batch ends (``write_back``): the
+    store, and so its changelog, ends as the writes one by one would leave it.
     """
 
     def __init__(self, inner: KeyValueBytesStore) -> None:
         self.inner = inner
         self._floor: int | None = None  # no entry below it; None: not read yet
         self._oldest: int | None = None  # the oldest entry's time when known, else None
+        #: entries written since the store last got them (value None: removed)
+        self._staged: dict[bytes, bytes | None] = {}
+        #: ``take_due(upper)`` finds nothing for ``upper < due_from``
+        self.due_from = MIN_LONG
 
     def _read_floor(self) -> int:
         first = next(iter(self.inner.range(None, None)), None)
@@ -64,23 +73,52 @@ class CloseIndex:
         self._oldest = floor
         return floor
 
+    def _set_due_from(self) -> None:
+        floor, oldest = self._floor, self._oldest
+        if floor is None:
+            self.due_from = MIN_LONG
+        else:
+            self.due_from = floor if oldest is None or oldest < floor else oldest
+
     def add(self, time: int, suffix: bytes) -> None:
-        self.inner.put(encode_long(time) + suffix, b"")
+        self._staged[encode_long(time) + suffix] = b""
+        if time < self.due_from:
+            self.lower(time)
+
+    def lower(self, time: int) -> None:
+        """An entry at ``time``, below ``due_from``, was staged (``staged`` written directly)."""
         if self._floor is not None and time < self._floor:
             self._floor = time
         if self._oldest is not None and time < self._oldest:
             self._oldest = time
+        self._set_due_from()
+
+    @property
+    def staged(self) -> dict[bytes, bytes | None]:
+        """The staged writes, for an operator that writes entries itself (key: the entry's
+        ``encode_long(time) + suffix``; value ``b""``, or None to remove it; an add below
+        ``due_from`` must call ``lower``)."""
+        return self._staged
 
     def remove(self, time: int, suffix: bytes) -> None:
-        self.inner.put(encode_long(time) + suffix, None)
+        self._staged[encode_long(time) + suffix] = None
+
+    def write_back(self) -> None:
+        """Hand the staged writes to the store (a scan and the batch's end need them)."""
+        staged = self._staged
+        if staged:
+            self.inner.put_all(list(staged.items()))
+            staged.clear()
 
     def take_due(self, upper: int) -> list[tuple[int, bytes]]:
         """Remove and return the entries with time ``<= upper``, in order."""
+        self.write_back()
         floor = self._floor
         if floor is None:
             floor = self._floor = self._read_floor()
         oldest = self._oldest
         if upper < floor or (oldest is not None and upper < oldest):
+            self._set_due_from()
             return []
         due = [
             (time, key[8:])
@@ -91,6 +129,7 @@ class CloseIndex:
             self.remove(time, suffix)
         self._floor = upper + 1
         self._oldest = None
+        self._set_due_from()
         return due
 
 
@@ -106,6 +145,8 @@ def emit_closed_windows(
     """Emit, for the row at ``position``, every indexed window (of a time or sliding window
     aggregation) starting at or before ``last_start``, with its result ``final(key bytes,
     start)`` (value and timestamp; None: nothing to emit); ``span`` is end minus start."""
+    if last_start < index.due_from:
+        return
     due = index.take_due(last_start)
     if not due:
         return
