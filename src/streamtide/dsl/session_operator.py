@@ -18,6 +18,7 @@ sequence of per-record puts would. For a row, every state change comes before it
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,7 @@ from streamtide.processor import drops
 from streamtide.processor.api import ProcessorContext
 from streamtide.processor.column_batch import ColumnBatch, EmittedRows
 from streamtide.processor.operator import ColumnOperator
-from streamtide.state.encoding import LONG_BIAS, LONG_LAYOUT, decode_long
+from streamtide.state.encoding import LONG_BIAS, LONG_PAIR, decode_long
 from streamtide.window import Window, Windowed
 
 #: A live session in memory: end, start, serialized aggregate, and the aggregate itself when
@@ -101,7 +102,13 @@ class SessionAggregateOperator(ColumnOperator):
         gap = self.gap
         low_end = t - gap if t - gap > live_from else live_from
         high_start = t + gap
-        merged = [s for s in sessions if s[0] >= low_end and s[1] <= high_start]
+        if not sessions:
+            merged = []
+        elif sessions[0] is sessions[-1]:  # the common case: one live session
+            only = sessions[0]
+            merged = [only] if only[0] >= low_end and only[1] <= high_start else []
+        else:
+            merged = [s for s in sessions if s[0] >= low_end and s[1] <= high_start]
         start = end = t
         initializer = self.initializer
         if self._kept.counting:  # count's functions, inlined: the same additions in the same order
@@ -243,7 +250,8 @@ class SessionFinalOperator(SessionAggregateOperator):
         updates = self._updates
         index = self.index
         keyed, string_keys = self._keys, self._kept.string_keys
-        staged, pack, bias = index.staged, LONG_LAYOUT.pack, LONG_BIAS
+        staged, added, push = index.staged, index.added, heapq.heappush
+        pack, bias = LONG_PAIR.pack, LONG_BIAS
         closing = self.windows.retention_ms  # gap + grace
         nulls = late = 0
         n = len(keys)
@@ -275,16 +283,18 @@ class SessionFinalOperator(SessionAggregateOperator):
                         if session[1] != s or session[0] != e:
                             updates.append((now, key_bytes, session[1], session[0], None))
                             # the index entry: end | key | start (CloseIndex.staged)
-                            staged[
-                                pack(session[0] + bias) + key_bytes + pack(session[1] + bias)
-                            ] = None
+                            bounds = pack(session[0] + bias, session[1] + bias)
+                            staged[bounds[:8] + key_bytes + bounds[8:]] = None
                         else:
                             created = False
                     self._store_new(sessions, now, key_bytes, s, e, agg)
                     if created:
-                        staged[pack(e + bias) + key_bytes + pack(s + bias)] = b""
+                        bounds = pack(e + bias, s + bias)
+                        entry_key = bounds[:8] + key_bytes + bounds[8:]
+                        staged[entry_key] = b""
+                        push(added, (e, entry_key))
                         if e < index.due_from:
-                            index.lower(e)
+                            index.due_from = e
                 start = n
             except Exception as error:
                 start = self.fail(batch, p, error)
