@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import heapq
+
+from hypothesis import given
+from hypothesis import strategies as st
+
 from streamtide.engine.interleave import interleave_segments, merge_order
 from streamtide.log import LogRecord, open_log
 
@@ -14,6 +19,14 @@ def test_merge_order_takes_the_lowest_head_and_keeps_each_source_in_order() -> N
 
 def test_ties_go_to_the_lower_source() -> None:
     assert merge_order([[4], [4], [4]]) == [(0, 0), (1, 0), (2, 0)]
+
+
+@given(st.lists(st.lists(st.integers(0, 12), max_size=12), max_size=4))
+def test_the_order_is_the_head_by_head_merge(timestamps: list[list[int]]) -> None:
+    """Sources out of order internally, ties within and across them: the order is that of
+    taking the lowest (timestamp, source) head one row at a time."""
+    heads = [[(ts, source, row) for row, ts in enumerate(c)] for source, c in enumerate(timestamps)]
+    assert merge_order(timestamps) == [(s, row) for _, s, row in heapq.merge(*heads)]
 
 
 def test_interleave_replaces_the_tasks_segments_by_one_merged_segment(tmp_path) -> None:

@@ -58,7 +58,7 @@ class _DistinctOperator(ColumnOperator):
             drops.record_drops(metrics, drops.NULL_KEY_OR_VALUE, nulls)
         if late:
             drops.record_drops(metrics, drops.LATE, late)
-        if out.positions:
+        if out:
             self.emit(out.batch(batch))
 
 

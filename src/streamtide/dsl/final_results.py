@@ -19,13 +19,14 @@ end). The forms are ``session_operator.SessionFinalOperator``,
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from typing import Any
 
 from streamtide.processor.column_batch import EmittedRows
 from streamtide.serde import Serde, Serdes
 from streamtide.state.api import KeyValueBytesStore
-from streamtide.state.encoding import MAX_LONG, decode_long, encode_long
+from streamtide.state.encoding import MIN_LONG, decode_long, encode_long
 from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 from streamtide.state.timestamped import decode
 from streamtide.window import Window, Windowed
@@ -43,55 +44,98 @@ def index_store_builder(store_name: str, store_kind: str, logging: bool) -> KeyV
     return builder
 
 
+#: How far past a scan's upper bound the close index looks for the store's next entry.
+_LOOKAHEAD_MS = 1 << 16
+
+
 class CloseIndex:
     """Windows not yet emitted, as ``close-ordering time | suffix`` keys over a bytes store.
 
-    It keeps a floor below which nothing is indexed (read once, then raised past every range
-    it empties), so each scan reads only the entries it takes: never the open windows, nor
-    the deleted entries of windows already emitted. While the oldest entry is known (after
-    the first read and after an add) a record whose close time has not reached it costs a
-    comparison and no scan.
+    A batch's adds and removes are staged in memory (the latest write of each entry, the
+    adds also in a heap by time) and handed to the store once, when the operator's batch
+    ends (``write_back``): the store, and so its changelog, ends as the writes one by one
+    would leave it. A ``take_due`` takes the due entries of the store (as the batch began:
+    those not removed since) and of the heap.
+
+    For the store it keeps a floor below which nothing is indexed (raised past every range
+    it empties) and the time of the store's next entry past the last scan (a lower bound,
+    looked for up to ``_LOOKAHEAD_MS`` ahead), so the store is scanned only when an entry
+    of it can be due, and only for the entries taken. ``due_from`` is the lowest bound a
+    ``take_due`` can find anything at: a record whose close time has not reached it costs
+    its operator a comparison and no call.
     """
 
     def __init__(self, inner: KeyValueBytesStore) -> None:
         self.inner = inner
-        self._floor: int | None = None  # no entry below it; None: not read yet
-        self._oldest: int | None = None  # the oldest entry's time when known, else None
+        self._floor: int | None = None  # no entry of the store below it; None: not read yet
+        self._next: int | None = None  # no entry of the store in [floor, next); None: unknown
+        #: the batch's writes (key: ``encode_long(time) + suffix``; value ``b""``, or None to
+        #: remove the entry); an operator may write here itself if it also pushes each add
+        #: onto ``added`` and lowers ``due_from`` to its time
+        self.staged: dict[bytes, bytes | None] = {}
+        #: a heap of the batch's adds as (time, key), removed ones included
+        self.added: list[tuple[int, bytes]] = []
+        #: ``take_due(upper)`` finds nothing for ``upper < due_from``
+        self.due_from = MIN_LONG
 
-    def _read_floor(self) -> int:
-        first = next(iter(self.inner.range(None, None)), None)
-        floor = MAX_LONG if first is None else decode_long(first[0])
-        self._oldest = floor
-        return floor
+    def _set_due_from(self) -> None:
+        due = MIN_LONG if self._next is None else self._next
+        added = self.added
+        self.due_from = added[0][0] if added and added[0][0] < due else due
 
     def add(self, time: int, suffix: bytes) -> None:
-        self.inner.put(encode_long(time) + suffix, b"")
-        if self._floor is not None and time < self._floor:
-            self._floor = time
-        if self._oldest is not None and time < self._oldest:
-            self._oldest = time
+        key = encode_long(time) + suffix
+        self.staged[key] = b""
+        heapq.heappush(self.added, (time, key))
+        if time < self.due_from:
+            self.due_from = time
 
     def remove(self, time: int, suffix: bytes) -> None:
-        self.inner.put(encode_long(time) + suffix, None)
+        self.staged[encode_long(time) + suffix] = None
+
+    def write_back(self) -> None:
+        """Hand the batch's writes to the store (when the operator's batch ends)."""
+        staged = self.staged
+        if staged:
+            self.inner.put_all(list(staged.items()))
+            staged.clear()
+        added = self.added
+        if added:  # what is left of them is in the store now
+            oldest = added[0][0]
+            if self._next is not None and oldest < self._next:
+                self._next = oldest
+            if self._floor is not None and oldest < self._floor:
+                self._floor = oldest
+            added.clear()
+        self._set_due_from()
 
     def take_due(self, upper: int) -> list[tuple[int, bytes]]:
         """Remove and return the entries with time ``<= upper``, in order."""
-        floor = self._floor
-        if floor is None:
-            floor = self._floor = self._read_floor()
-        oldest = self._oldest
-        if upper < floor or (oldest is not None and upper < oldest):
-            return []
-        due = [
-            (time, key[8:])
-            for key, _ in self.inner.range(encode_long(floor), encode_long(upper + 1))
-            if (time := decode_long(key)) <= upper
-        ]
-        for time, suffix in due:
-            self.remove(time, suffix)
-        self._floor = upper + 1
-        self._oldest = None
-        return due
+        due: dict[bytes, int] = {}
+        staged = self.staged
+        if self._next is None or upper >= self._next:
+            floor = self._floor
+            beyond = upper + 1 + _LOOKAHEAD_MS
+            following = beyond
+            low = None if floor is None else encode_long(floor)
+            for key, _ in self.inner.range(low, encode_long(beyond)):
+                time = decode_long(key)
+                if time > upper:
+                    following = time
+                    break
+                if staged.get(key, b"") is not None:  # (not removed in this batch)
+                    due[key] = time
+            self._floor = upper + 1
+            self._next = following
+        added = self.added
+        while added and added[0][0] <= upper:
+            time, key = heapq.heappop(added)
+            if staged.get(key) is not None:
+                due[key] = time
+        for key in due:
+            staged[key] = None
+        self._set_due_from()
+        return [(time, key[8:]) for key, time in sorted(due.items())]
 
 
 def emit_closed_windows(
@@ -106,6 +150,8 @@ def emit_closed_windows(
     """Emit, for the row at ``position``, every indexed window (of a time or sliding window
     aggregation) starting at or before ``last_start``, with its result ``final(key bytes,
     start)`` (value and timestamp; None: nothing to emit); ``span`` is end minus start."""
+    if last_start < index.due_from:
+        return
     due = index.take_due(last_start)
     if not due:
         return

@@ -18,6 +18,7 @@ sequence of per-record puts would. For a row, every state change comes before it
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,7 @@ from streamtide.processor import drops
 from streamtide.processor.api import ProcessorContext
 from streamtide.processor.column_batch import ColumnBatch, EmittedRows
 from streamtide.processor.operator import ColumnOperator
-from streamtide.state.encoding import decode_long, encode_long
+from streamtide.state.encoding import LONG_BIAS, LONG_PAIR, decode_long
 from streamtide.window import Window, Windowed
 
 #: A live session in memory: end, start, serialized aggregate, and the aggregate itself when
@@ -101,7 +102,13 @@ class SessionAggregateOperator(ColumnOperator):
         gap = self.gap
         low_end = t - gap if t - gap > live_from else live_from
         high_start = t + gap
-        merged = [s for s in sessions if s[0] >= low_end and s[1] <= high_start]
+        if not sessions:
+            merged = []
+        elif sessions[0] is sessions[-1]:  # the common case: one live session
+            only = sessions[0]
+            merged = [only] if only[0] >= low_end and only[1] <= high_start else []
+        else:
+            merged = [s for s in sessions if s[0] >= low_end and s[1] <= high_start]
         start = end = t
         initializer = self.initializer
         if self._kept.counting:  # count's functions, inlined: the same additions in the same order
@@ -218,7 +225,7 @@ class SessionAggregateOperator(ColumnOperator):
         if nulls:
             drops.record_drops(self.context.metrics, drops.NULL_KEY_OR_VALUE, nulls)
         self._write_back()
-        if out.positions:
+        if out:
             self.emit(out.batch(batch))
 
 
@@ -242,6 +249,9 @@ class SessionFinalOperator(SessionAggregateOperator):
         stream_times = batch.stream_times
         updates = self._updates
         index = self.index
+        keyed, string_keys = self._keys, self._kept.string_keys
+        staged, added, push = index.staged, index.added, heapq.heappush
+        pack, bias = LONG_PAIR.pack, LONG_BIAS
         closing = self.windows.retention_ms  # gap + grace
         nulls = late = 0
         n = len(keys)
@@ -256,23 +266,35 @@ class SessionFinalOperator(SessionAggregateOperator):
                         continue
                     now = stream_times[p]
                     close = now - closing
-                    self._emit_closed(out, p, close)
-                    key_bytes, sessions = self._key_entry(key, now)
+                    if close > index.due_from:
+                        self._emit_closed(out, p, close)
+                    entry = keyed.get(key) if string_keys and key.__class__ is str else None
+                    key_bytes, sessions = entry if entry is not None else self._key_entry(key, now)
                     merged, s, e, agg = self._merge(key, value, timestamps[p], sessions, now)
                     if e < close:
                         late += 1
                         continue
                     created = True
                     for session in merged:
-                        self._remove(sessions, session)
+                        if sessions[-1] is session:  # the common case: the latest session
+                            del sessions[-1]
+                        else:
+                            sessions.remove(session)
                         if session[1] != s or session[0] != e:
                             updates.append((now, key_bytes, session[1], session[0], None))
-                            index.remove(session[0], key_bytes + encode_long(session[1]))
+                            # the index entry: end | key | start (CloseIndex.staged)
+                            bounds = pack(session[0] + bias, session[1] + bias)
+                            staged[bounds[:8] + key_bytes + bounds[8:]] = None
                         else:
                             created = False
                     self._store_new(sessions, now, key_bytes, s, e, agg)
                     if created:
-                        index.add(e, key_bytes + encode_long(s))
+                        bounds = pack(e + bias, s + bias)
+                        entry_key = bounds[:8] + key_bytes + bounds[8:]
+                        staged[entry_key] = b""
+                        push(added, (e, entry_key))
+                        if e < index.due_from:
+                            index.due_from = e
                 start = n
             except Exception as error:
                 start = self.fail(batch, p, error)
@@ -282,8 +304,12 @@ class SessionFinalOperator(SessionAggregateOperator):
         if late:
             drops.record_drops(metrics, drops.LATE, late)
         self._write_back()
-        if out.positions:
+        if out:
             self.emit(out.batch(batch))
+
+    def _write_back(self) -> None:
+        super()._write_back()
+        self.index.write_back()
 
     def _emit_closed(self, out: EmittedRows, position: int, close: int) -> None:
         """Emit every session that ends before ``close`` (= stream time - gap - grace)."""

@@ -106,12 +106,16 @@ class SlidingWindowAggregateOperator(ColumnOperator):
             except Exception as error:
                 start = self.fail(batch, p, error)
         self._record_drops()
+        self._write_back()
+        if out:
+            self.emit(out.batch(batch))
+
+    def _write_back(self) -> None:
+        """The batch's window updates to the store."""
         if self._updates:
             self.store.write_all_at(self._updates)
         self._updates = []
         self._keys.clear()
-        if out.positions:
-            self.emit(out.batch(batch))
 
     def _spans(
         self, keys: list[Any], values: list[Any], timestamps: list[int]
@@ -254,6 +258,10 @@ class SlidingWindowFinalOperator(SlidingWindowAggregateOperator):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.index = CloseIndex(context.get_state_store(self.store_name + INDEX_SUFFIX).inner)
+
+    def _write_back(self) -> None:
+        super()._write_back()
+        self.index.write_back()
 
     def _before(self, batch: ColumnBatch, out: EmittedRows, p: int, close: int) -> None:
         """Emit every indexed window that ends before ``close`` (= stream time - grace)."""

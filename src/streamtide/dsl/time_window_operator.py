@@ -156,7 +156,7 @@ class TimeWindowAggregateOperator(ColumnOperator):
                         continue
                     t = timestamps[p]
                     now = stream_times[p]
-                    if final:
+                    if final and now - grace - size >= index.due_from:  # type: ignore[union-attr]
                         self._emit_due(out, p, now)
                     closed_before = now - grace
                     if tumbling:
@@ -229,7 +229,7 @@ class TimeWindowAggregateOperator(ColumnOperator):
                 start = self.fail(batch, p, error)
         counts.record(self.context.metrics)
         self._write_back()
-        if out.positions:
+        if out:
             self.emit(out.batch(batch))
 
     def _emit_due(self, out: EmittedRows, p: int, now: int) -> None:
@@ -245,6 +245,10 @@ class TimeWindowFinalOperator(TimeWindowAggregateOperator):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.index = CloseIndex(context.get_state_store(self.store_name + INDEX_SUFFIX).inner)
+
+    def _write_back(self) -> None:
+        super()._write_back()
+        self.index.write_back()
 
     def _emit_due(self, out: EmittedRows, p: int, now: int) -> None:
         """Emit every window that ends at or before ``stream_time - grace``."""

@@ -195,23 +195,27 @@ class ColumnBatch:
 
 class EmittedRows:
     """Rows an operator emits, each made from the input row at its position (collected in
-    the operator's loop, made into one batch with ``batch``)."""
+    the operator's loop as one tuple a row, made into one batch of columns with ``batch``)."""
 
-    __slots__ = ("keys", "positions", "timestamps", "values")
+    __slots__ = ("rows",)
 
     def __init__(self) -> None:
-        self.positions: list[int] = []
-        self.keys: list[Any] = []
-        self.values: list[Any] = []
-        self.timestamps: list[int] = []
+        #: (position, key, value, timestamp) of each row, in emission order
+        self.rows: list[tuple[int, Any, Any, int]] = []
 
     def add(self, position: int, key: Any, value: Any, timestamp: int) -> None:
-        self.positions.append(position)
-        self.keys.append(key)
-        self.values.append(value)
-        self.timestamps.append(timestamp)
+        self.rows.append((position, key, value, timestamp))
+
+    def __bool__(self) -> bool:
+        return bool(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
 
     def batch(self, batch: ColumnBatch) -> ColumnBatch:
         """The rows, made from ``batch``'s rows (their input rows, offsets, stream times and
         headers)."""
-        return batch.derive(self.positions, self.keys, self.values, self.timestamps)
+        if not self.rows:
+            return batch.derive([], [], [], [])
+        positions, keys, values, timestamps = map(list, zip(*self.rows))
+        return batch.derive(positions, keys, values, timestamps)

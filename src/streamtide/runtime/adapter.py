@@ -86,6 +86,7 @@ class ProcessorAdapter(ColumnOperator):
         self._context = AdapterContext(task, node, self)
         #: hand forwarded records on at once (see the module docstring)
         self.immediate = False
+        self._batch_stores: list[Any] | None = None
 
     @property
     def adapter_context(self) -> AdapterContext:
@@ -123,6 +124,9 @@ class ProcessorAdapter(ColumnOperator):
         context.forwarded = []  # (nothing left over from a batch a failure ended)
         n = len(keys)
         start = 0
+        # the node's key-value stores serve the batch from memory (``state.typed.BatchView``),
+        # unless records go down one at a time: a node below may read them
+        views = [] if immediate else [s for s in self._stores() if s.begin_batch()]
         try:
             while start < n:
                 p, mark = start, len(failures)
@@ -145,7 +149,17 @@ class ProcessorAdapter(ColumnOperator):
             context.position = None
             context.batch = None
             task.stream_time = before
+            for store in views:
+                store.end_batch()
         self._emit_forwarded(batch)
+
+    def _stores(self) -> list[Any]:
+        """The node's stores that can keep a batch in memory (``begin_batch``)."""
+        stores = self._batch_stores
+        if stores is None:
+            found = (self._task.store(name) for name in sorted(self._node.stores))
+            stores = self._batch_stores = [s for s in found if hasattr(s, "begin_batch")]
+        return stores
 
     def _failed(self, batch: ColumnBatch, p: int, error: Exception, mark: int | None) -> int:
         """The processor raised ``error`` for row ``p``. In immediate mode, when ``error`` is

@@ -9,7 +9,6 @@ sequences by their heads.
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -17,6 +16,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from streamtide.log.segments import headers_to_python
+from streamtide.runtime.repartition_order import merge_order
 
 
 class RawRecord(Protocol):
@@ -111,8 +111,4 @@ def processing_order(
     ``BatchInput.take``)."""
     if len(taken) <= 1:
         return None
-    heads = [
-        [(ts, index, row) for row, ts in enumerate(columns.timestamps)]
-        for index, (_, columns) in enumerate(taken)
-    ]
-    return [(index, row) for _, index, row in heapq.merge(*heads)]
+    return merge_order([columns.timestamps for _, columns in taken])

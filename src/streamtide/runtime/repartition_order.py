@@ -14,8 +14,7 @@ writer's own order: the order the file log's merge gives. The header is removed 
 
 from __future__ import annotations
 
-import heapq
-from collections.abc import Iterator
+from itertools import accumulate, repeat
 
 import pyarrow as pa
 
@@ -57,14 +56,17 @@ def merge_by_writer(table: pa.Table) -> pa.Table:
 
 def merge_order(timestamps: list[list[int]]) -> list[tuple[int, int]]:
     """(source, row) pairs in merged order: the lowest head timestamp first, ties to the
-    lower source; each source's rows stay in their own order."""
-    streams = [_tagged(source, column) for source, column in enumerate(timestamps)]
-    return [(source, row) for _, source, row in heapq.merge(*streams)]
+    lower source; each source's rows stay in their own order.
 
-
-def _tagged(source: int, column: list[int]) -> Iterator[tuple[int, int, int]]:
-    for row, ts in enumerate(column):
-        yield ts, source, row
+    That merge takes a row once every row before it in its source is taken and no other
+    head is lower: the order of a sort by each row's running maximum timestamp in its source
+    (a row below that maximum follows its predecessors at once), then source, then row.
+    Each source's keys are non-decreasing, so the sort merges ready runs, in C loops."""
+    keyed: list[tuple[int, int, int]] = []
+    for source, column in enumerate(timestamps):
+        keyed.extend(zip(accumulate(column, max), repeat(source), range(len(column))))
+    keyed.sort()
+    return [(source, row) for _, source, row in keyed]
 
 
 def _task_order(writer: bytes) -> tuple[int, ...]:

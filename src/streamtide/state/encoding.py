@@ -16,6 +16,10 @@ MAX_LONG = (1 << 63) - 1
 _U64 = struct.Struct(">Q")
 _U32 = struct.Struct(">I")
 _BIAS = 1 << 63
+#: ``encode_long(a) + encode_long(b)`` is ``LONG_PAIR.pack(a + LONG_BIAS, b + LONG_BIAS)``, for
+#: a loop that inlines it
+LONG_PAIR = struct.Struct(">QQ")
+LONG_BIAS = _BIAS
 
 
 def encode_long(value: int) -> bytes:

@@ -7,13 +7,15 @@ from itertools import islice
 from typing import Any
 
 from streamtide.errors import SerdeError, StoreError
-from streamtide.serde import Serde, StringSerde
+from streamtide.serde import Serde, StringSerde, exact_values
 from streamtide.state.api import KeyValueBytesStore, KeyValueStore
 from streamtide.state.layout import SerdeLayoutStore
 from streamtide.state.timestamped import ValueAndTimestamp
 
 #: Entries a range read deserializes at once.
 _DECODE_CHUNK = 1024
+#: Stands for a value a batch view keeps only as bytes (deserialized at each read).
+_UNREAD: Any = object()
 
 
 class SerdeKeyValueStore(SerdeLayoutStore, KeyValueStore[Any, Any]):
@@ -35,6 +37,12 @@ class SerdeKeyValueStore(SerdeLayoutStore, KeyValueStore[Any, Any]):
         return self
 
     def get(self, key: Any) -> Any:
+        view = self._view
+        if view is not None:
+            if key.__class__ is str and view.string_keys and key in view.kept:
+                raw, value = view.kept[key]
+                return value if value is not _UNREAD else self.value_serde.deserialize(raw)  # type: ignore[union-attr]
+            return view.get(key)
         # (a string key encoded inline: a store read is on every record's path)
         if key.__class__ is str and self.key_serde.__class__ is StringSerde:
             try:
@@ -53,9 +61,44 @@ class SerdeKeyValueStore(SerdeLayoutStore, KeyValueStore[Any, Any]):
                 key_bytes = self._key_bytes(key)
         else:
             key_bytes = self._key_bytes(key)
+        view = self._view
+        if view is not None:
+            raw = self.value_serde.serialize(value)  # type: ignore[union-attr]
+            ident = key if view.string_keys else key_bytes
+            view.kept[ident] = (raw, value if value.__class__ in view.exact else _UNREAD)
+            view.written[ident] = (key_bytes, raw)
+            return
         self.inner.put(key_bytes, self.value_serde.serialize(value))  # type: ignore[union-attr]
 
+    # ---- a batch's view (see ``BatchView``) ----------------------------------------------
+
+    _view: BatchView | None = None
+
+    def begin_batch(self) -> bool:
+        """Serve ``get`` and ``put`` from memory until ``end_batch`` (see ``BatchView``);
+        False when this store cannot (a layout of its own, or not open)."""
+        if type(self) is not SerdeKeyValueStore or not self.inner.is_open:
+            return False
+        if self._view is None:
+            self._view = BatchView(self)
+        return True
+
+    def end_batch(self) -> None:
+        """Write the batch's puts to the store and leave the batch view."""
+        view = self._view
+        if view is not None:
+            self._view = None
+            view.write_back()
+
+    def _settle(self) -> None:
+        """Before any other operation: the batch's puts reach the store (the view stays,
+        emptied)."""
+        view = self._view
+        if view is not None:
+            view.write_back()
+
     def put_if_absent(self, key: Any, value: Any) -> Any:
+        self._settle()
         existing = self.inner.put_if_absent(
             self._key_bytes(key),
             self.value_serde.serialize(value),  # type: ignore[union-attr, arg-type]
@@ -63,12 +106,14 @@ class SerdeKeyValueStore(SerdeLayoutStore, KeyValueStore[Any, Any]):
         return self.value_serde.deserialize(existing)  # type: ignore[union-attr]
 
     def put_all(self, entries: Iterable[tuple[Any, Any]]) -> None:
+        self._settle()
         self.inner.put_all(
             (self._key_bytes(k), self.value_serde.serialize(v))  # type: ignore[union-attr]
             for k, v in entries
         )
 
     def delete(self, key: Any) -> Any:
+        self._settle()
         return self.value_serde.deserialize(self.inner.delete(self._key_bytes(key)))  # type: ignore[union-attr]
 
     def _decode(self, entries: Iterator[tuple[bytes, bytes]]) -> Iterator[tuple[Any, Any]]:
@@ -89,6 +134,7 @@ class SerdeKeyValueStore(SerdeLayoutStore, KeyValueStore[Any, Any]):
             yield from decoded
 
     def range(self, from_key: Any, to_key: Any) -> Iterator[tuple[Any, Any]]:
+        self._settle()
         lo = None if from_key is None else self._key_bytes(from_key)
         hi = None if to_key is None else self._key_bytes(to_key)
         return self._decode(self.inner.range(lo, hi))
@@ -96,12 +142,83 @@ class SerdeKeyValueStore(SerdeLayoutStore, KeyValueStore[Any, Any]):
     def prefix_scan(
         self, prefix: Any, prefix_serde: Serde | None = None
     ) -> Iterator[tuple[Any, Any]]:
+        self._settle()
         serde = prefix_serde or self.key_serde
         raw = serde.serialize(prefix)  # type: ignore[union-attr]
         return self._decode(self.inner.prefix_scan(raw))  # type: ignore[arg-type]
 
     def all(self) -> Iterator[tuple[Any, Any]]:
+        self._settle()
         return self._decode(self.inner.all())
+
+    def approximate_num_entries(self) -> int:
+        self._settle()
+        return super().approximate_num_entries()
+
+    def flush(self) -> None:
+        self._settle()
+        super().flush()
+
+    def close(self) -> None:
+        self._settle()
+        super().close()
+
+
+class BatchView:
+    """A key-value store as one batch of a Processor API node sees it: ``get`` and ``put``
+    served from memory, the puts written to the store once, when the batch ends.
+
+    A user's processor reads and writes its store once or more per record; through the
+    layers (serdes, changelog buffer, RocksDB) that is several calls each. For the batch,
+    each key read or written is kept by its identity (its text for a string key, else its
+    bytes) with its value's bytes, serialized at ``put`` as before (so a serde error is the
+    ``put``'s, and a value changed in place after its ``put`` is not changed in the store),
+    and the value itself when deserializing is known to give it back (``exact_values``).
+    The last put of each key reaches the store at ``write_back``, in first-write order:
+    the store's write buffer, and so its changelog, end as the puts one by one would leave
+    them. Any other operation on the store writes back first (``_settle``).
+    """
+
+    __slots__ = ("exact", "kept", "store", "string_keys", "written")
+
+    def __init__(self, store: SerdeKeyValueStore) -> None:
+        self.store = store
+        self.string_keys = type(store.key_serde) is StringSerde
+        self.exact = exact_values(store.value_serde)  # type: ignore[arg-type]
+        #: identity -> (value bytes or None, value or ``_UNREAD``): what a get reads
+        self.kept: dict[Any, tuple[bytes | None, Any]] = {}
+        #: identity -> (key bytes, value bytes or None): the puts not yet written back
+        self.written: dict[Any, tuple[bytes, bytes | None]] = {}
+
+    def get(self, key: Any) -> Any:
+        """A get of a key not kept yet (or not found by its text): read once, then kept."""
+        store = self.store
+        if key.__class__ is str and self.string_keys:
+            try:
+                key_bytes = key.encode("utf-8")
+            except UnicodeError:
+                key_bytes = store._key_bytes(key)  # the serde's own error
+            ident: Any = key
+        else:
+            key_bytes = store._key_bytes(key)
+            ident = key_bytes.decode("utf-8") if self.string_keys else key_bytes
+        found = self.kept.get(ident)
+        if found is None:
+            raw = store.inner.get(key_bytes)
+            value = store.value_serde.deserialize(raw)  # type: ignore[union-attr]
+            self.kept[ident] = (raw, value if value.__class__ in self.exact else _UNREAD)
+            return value
+        raw, value = found
+        return value if value is not _UNREAD else store.value_serde.deserialize(raw)  # type: ignore[union-attr]
+
+    def write_back(self) -> None:
+        """The batch's puts to the store (the last of each key, in first-write order)."""
+        written = self.written
+        self.kept.clear()
+        if written:
+            entries = list(written.values())
+            written.clear()
+            self.store.inner.put_all(entries)
 
 
 class TimestampedKeyValueStore(SerdeKeyValueStore):
