@@ -55,7 +55,7 @@ from streamtide.processor import (
 )
 from streamtide.record import Record, RecordMetadata
 from streamtide.serde import Serde, Serdes
-from streamtide.state import KeyValueStore, Stores
+from streamtide.state import KeyValueStore, Stores, VersionedRecord
 from streamtide.timestamp_extractor import ConsumerRecord, TimestampExtractor
 from streamtide.window import Window, Windowed
 
@@ -125,6 +125,7 @@ __all__ = [
     "TopologyError",
     "UnknownTopicError",
     "UnsupportedVersionError",
+    "VersionedRecord",
     "Window",
     "Windowed",
 ]
