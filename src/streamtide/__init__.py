@@ -30,6 +30,7 @@ from streamtide.dsl import (
     Suppressed,
     TimeWindows,
 )
+from streamtide.dsl.process_values import KeyChangedError
 from streamtide.errors import (
     BufferFullError,
     ConfigError,
@@ -90,6 +91,7 @@ __all__ = [
     "KGroupedTable",
     "KStream",
     "KTable",
+    "KeyChangedError",
     "KeyValueStore",
     "LogError",
     "Materialized",

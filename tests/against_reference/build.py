@@ -151,6 +151,10 @@ class _Builder:
             return this.to(a["topic"], Produced.with_(serde(a["key"]), serde(a["value"])))
         if op == "process":
             return this.process(a["supplier"], *a["stores"])
+        if op == "process_values":
+            return this.process_values(a["supplier"], *a["stores"])
+        if op == "to_table":
+            return this.to_table(a["name"], stored(a["store"], a["value"]))
         if op == "group_by_key":
             return this.group_by_key(Grouped.with_(Serdes.string(), serde(a["value"])))
         if op == "group_by":

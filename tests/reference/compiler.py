@@ -1,9 +1,10 @@
 """From a ``Plan`` to the interpreter's ``Graph``, step by step in plan order.
 
 Repartitions are where the semantics put them: ``repartition()``; ``group_by``; a grouping,
-a deduplication by key or a join after a key-changing operation (``map``, ``flat_map``,
-``select_key``, ``process``); ``deduplicate`` (by the id); a table's ``group_by``. Grouping
-and join repartitions drop records with a None key; the others carry them.
+a deduplication by key, ``to_table`` or a join after a key-changing operation (``map``,
+``flat_map``, ``select_key``, ``process``); ``deduplicate`` (by the id); a table's
+``group_by``. Grouping, ``to_table`` and join repartitions drop records with a None key; the
+others carry them.
 
 Tables send old values where Kafka's ``enableSendingOldValues`` rules say (see
 ``enable_old_values``): a filter and a suppress ask their parent when they are built; a
@@ -19,7 +20,7 @@ from tests.reference.aggregate import KeyValueAggregate
 from tests.reference.dedup import Dedup, id_bytes
 from tests.reference.graph import Graph
 from tests.reference.plan import Plan, SessionWindowSpec, SlidingWindowSpec, Step, TimeWindowSpec
-from tests.reference.processor_api import ProcessorNode
+from tests.reference.processor_api import FixedKeyProcessorNode, ProcessorNode
 from tests.reference.sessions import SessionWindows, grace_of
 from tests.reference.sliding import SlidingWindowAggregate
 from tests.reference.stream_join import StreamStreamJoin
@@ -166,6 +167,22 @@ class Compiler:
         self.add(
             step, ProcessorNode, [self.input_of(step)], supplier=a["supplier"], stores=a["stores"]
         )
+
+    def _process_values(self, step: Step, a: dict[str, Any]) -> None:
+        self.add(
+            step,
+            FixedKeyProcessorNode,
+            [self.input_of(step)],
+            supplier=a["supplier"],
+            stores=a["stores"],
+        )
+
+    def _to_table(self, step: Step, a: dict[str, Any]) -> None:
+        """Kafka's ``toTable``: a table source over the stream, repartitioned (dropping None
+        keys) through ``<name>-repartition`` after a key change."""
+        source = self.by_key(step, 0, a["name"])
+        self.add(step, TableSource, [source], store=a["store"], send_old=False)
+        self.key_changed[step.id] = False
 
     # ---- grouping, aggregation, windows ---------------------------------------------------
 

@@ -200,6 +200,14 @@ class StreamRef(_Ref):
     def process(self, supplier: Fn, *stores: str, name: str | None = None) -> StreamRef:
         return self._add(StreamRef, "process", supplier=supplier, stores=stores, name=name)
 
+    def process_values(self, supplier: Fn, *stores: str) -> StreamRef:
+        """``process_values``: the processor may not change keys (KIP-820)."""
+        return self._add(StreamRef, "process_values", supplier=supplier, stores=stores)
+
+    def to_table(self, name: str, store: str | None = None, value: str = "json") -> TableRef:
+        """``to_table(Named.as_(name), materialized)`` (KIP-523)."""
+        return self._add(TableRef, "to_table", name=name, store=store, value=value)
+
     def group_by_key(self, name: str | None = None, value: str = "json") -> GroupedRef:
         return self._add(GroupedRef, "group_by_key", name=name, value=value)
 

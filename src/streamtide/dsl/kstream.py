@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from streamtide.dsl import processors as p
 from streamtide.dsl.params import (
     Grouped,
+    Materialized,
     Named,
     Produced,
     Repartitioned,
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from streamtide.dsl.branched import BranchedKStream
     from streamtide.dsl.builder import StreamsBuilder
     from streamtide.dsl.kgrouped import KGroupedStream
+    from streamtide.dsl.ktable import KTable
 
 
 class KStream:
@@ -214,6 +216,37 @@ class KStream:
         if store_names:
             topology.connect_processor_and_state_stores(name, *store_names)
         return KStream(self.builder, name, None, None, True)
+
+    def process_values(
+        self,
+        supplier: ProcessorSupplier,
+        *store_names: str,
+        named: Named | str | None = None,
+    ) -> KStream:
+        """Attach a Processor API processor that may change values but not keys (Kafka's
+        ``processValues``, KIP-820): no repartition follows. Forwarding a record with a key
+        other than the input record's raises ``KeyChangedError`` (``dsl/process_values.py``)."""
+        from streamtide.dsl.process_values import fixed_key_supplier
+
+        ensure_callable(supplier, "process_values() supplier")
+        name = named_of(named) or self.builder.new_name("KSTREAM-PROCESSVALUES-")
+        topology = self.builder.topology
+        topology.add_processor(name, fixed_key_supplier(supplier, name), self.node)
+        if store_names:
+            topology.connect_processor_and_state_stores(name, *store_names)
+        return KStream(self.builder, name, self.key_serde, None, self.repartition_required)
+
+    def to_table(
+        self, named: Named | str | None = None, materialized: Materialized | None = None
+    ) -> KTable:
+        """This stream read as a table: each record an update of its key, a None value a
+        delete, a None key dropped (Kafka's ``toTable``, KIP-523). Repartitions first when
+        a key-changing operation came before; see ``dsl/table_source.py``."""
+        from streamtide.dsl.table_source import stream_to_table
+
+        if isinstance(named, Materialized):
+            named, materialized = None, named
+        return stream_to_table(self, named_of(named), materialized)
 
     # ---- repartitioning ------------------------------------------------------------------
 

@@ -26,19 +26,22 @@ from streamtide.record import RecordMetadata
 
 if TYPE_CHECKING:
     from streamtide.dsl.builder import StreamsBuilder
+    from streamtide.dsl.kstream import KStream
     from streamtide.dsl.ktable import KTable
 
 log = logging.getLogger(__name__)
 
 
 class SourceOrigin(TableOrigin):
-    """A source table; materializes itself on demand (see the module docstring)."""
+    """A source table; materializes itself on demand (see the module docstring). ``topic``:
+    the source topic that is the store's changelog; None (``KStream.to_table``): the store
+    has a changelog topic of its own."""
 
     def __init__(
         self,
         builder: StreamsBuilder,
         node: str,
-        topic: str,
+        topic: str | None,
         materialized: Materialized,
         key_serde: Any,
         value_serde: Any,
@@ -58,7 +61,7 @@ class SourceOrigin(TableOrigin):
             )
             topology = self.builder.topology
             topology.add_state_store(store, self.node)
-            if store.logging_enabled:
+            if store.logging_enabled and self.topic is not None:
                 topology.use_source_topic_as_changelog(store.name, self.topic)
             self.store_name = store.name
         return self.store_name
@@ -172,3 +175,31 @@ def table(
     if named:
         origin.materialize()
     return KTable(builder, node, origin.store_name, key_serde, value_serde, origin=origin)
+
+
+def stream_to_table(
+    stream: KStream, named: str | None, materialized: Materialized | None
+) -> KTable:
+    """See ``KStream.to_table``: the stream's records as table updates (Kafka's
+    ``toTable``, KIP-523), repartitioned first when a key-changing operation came before. The
+    table gets a store (with its own changelog) when ``materialized`` names one, or when an
+    operator downstream needs one, as a source table does."""
+    from streamtide.dsl.ktable import KTable
+
+    builder = stream.builder
+    materialized = materialized or Materialized()
+    name = named or builder.new_name("KSTREAM-TOTABLE-")
+    named_store = materialized.store_name is not None
+    if not named_store:
+        materialized = replace(
+            materialized, store_name=builder.new_name("KSTREAM-TOTABLE-STATE-STORE-")
+        )
+    key_serde = materialized.key_serde or stream.key_serde
+    value_serde = materialized.value_serde or stream.value_serde
+    if stream.repartition_required:
+        stream = stream.through_repartition_topic(name, key_serde, value_serde)
+    origin = SourceOrigin(builder, name, None, materialized, key_serde, value_serde)
+    builder.topology.add_processor(name, lambda: TableSourceOperator(origin), stream.node)
+    if named_store:
+        origin.materialize()
+    return KTable(builder, name, origin.store_name, key_serde, value_serde, origin=origin)
