@@ -51,7 +51,9 @@ from streamtide.processor import (
     Processor,
     ProcessorContext,
     PunctuationType,
+    RecordContext,
     StateStore,
+    TopicNameExtractor,
     Topology,
 )
 from streamtide.record import Record, RecordMetadata
@@ -103,6 +105,7 @@ __all__ = [
     "Produced",
     "PunctuationType",
     "Record",
+    "RecordContext",
     "RecordMetadata",
     "Repartitioned",
     "Serde",
@@ -123,6 +126,7 @@ __all__ = [
     "Suppressed",
     "TimeWindows",
     "TimestampExtractor",
+    "TopicNameExtractor",
     "Topology",
     "TopologyError",
     "UnknownTopicError",

@@ -149,6 +149,8 @@ class _Builder:
             return this.repartition(options)
         if op == "to":
             return this.to(a["topic"], Produced.with_(serde(a["key"]), serde(a["value"])))
+        if op == "to_chosen":
+            return this.to(a["extractor"], Produced.with_(serde(a["key"]), serde(a["value"])))
         if op == "process":
             return this.process(a["supplier"], *a["stores"])
         if op == "process_values":

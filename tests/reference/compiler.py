@@ -163,6 +163,16 @@ class Compiler:
             value=a["value"],
         )
 
+    def _to_chosen(self, step: Step, a: dict[str, Any]) -> None:
+        self.add(
+            step,
+            stateless.ChosenTopicSink,
+            [self.input_of(step)],
+            extractor=a["extractor"],
+            key=a["key"],
+            value=a["value"],
+        )
+
     def _process(self, step: Step, a: dict[str, Any]) -> None:
         self.add(
             step, ProcessorNode, [self.input_of(step)], supplier=a["supplier"], stores=a["stores"]

@@ -126,9 +126,15 @@ class Plan:
 
     def output_topics(self) -> dict[str, tuple[str, str]]:
         """Every ``to`` topic with its (key serde, value serde) names."""
-        return {
+        found = {
             s.args["topic"]: (s.args["key"], s.args["value"]) for s in self.steps if s.op == "to"
         }
+        for step in self.steps:
+            if step.op == "to_chosen":
+                found.update(
+                    (t, (step.args["key"], step.args["value"])) for t in step.args["topics"]
+                )
+        return found
 
 
 @dataclass
@@ -196,6 +202,13 @@ class StreamRef(_Ref):
 
     def to(self, topic: str, key: str = "string", value: str = "json") -> None:
         self._add(_Ref, "to", topic=topic, key=key, value=value)
+
+    def to_chosen(
+        self, extractor: Fn, topics: list[str], key: str = "string", value: str = "json"
+    ) -> None:
+        """``to(extractor)``: ``extractor(key, value, record_context)`` names one of
+        ``topics`` per record."""
+        self._add(_Ref, "to_chosen", extractor=extractor, topics=topics, key=key, value=value)
 
     def process(self, supplier: Fn, *stores: str, name: str | None = None) -> StreamRef:
         return self._add(StreamRef, "process", supplier=supplier, stores=stores, name=name)

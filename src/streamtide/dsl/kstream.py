@@ -18,6 +18,7 @@ from streamtide.dsl.params import (
 from streamtide.dsl.printed import Printed, PrintOperator
 from streamtide.errors import TopologyError
 from streamtide.processor.api import ProcessorSupplier
+from streamtide.processor.topic_name import TopicChooser
 from streamtide.serde import Serde
 
 if TYPE_CHECKING:
@@ -187,11 +188,15 @@ class KStream:
             self.repartition_required or other.repartition_required,
         )
 
-    def to(self, topic: str, produced: Produced | None = None) -> None:
-        """Write every record to ``topic``."""
+    def to(self, topic: str | TopicChooser, produced: Produced | None = None) -> None:
+        """Write every record to ``topic``, or, given a ``TopicNameExtractor`` (or a function
+        ``(key, value, record_context) -> topic``), to the topic it names for each record
+        (``processor/topic_name.py``; the topic must exist)."""
         produced = produced or Produced()
-        if not isinstance(topic, str) or not topic:
+        if isinstance(topic, str) and not topic:
             raise TopologyError(f"to() needs a topic name, got {topic!r}")
+        if not isinstance(topic, str) and not callable(topic) and not hasattr(topic, "extract"):
+            raise TopologyError(f"to() needs a topic name or a TopicNameExtractor, got {topic!r}")
         name = produced.name or self.builder.new_name("KSTREAM-SINK-")
         self.builder.topology.add_sink(
             name,
