@@ -116,6 +116,12 @@ class _Builder:
         if op == "table":
             consumed = Consumed.with_(serde(a["key"]), serde(a["value"]))
             return b.table(a["topic"], consumed, stored(a["store"], a["value"]))
+        if op == "versioned_table":
+            consumed = Consumed.with_(serde(a["key"]), serde(a["value"]))
+            supplier = Stores.persistent_versioned_key_value_store(
+                a["versioned_store"], a["retention"]
+            )
+            return b.table(a["topic"], consumed, Materialized.as_(supplier))
         if op == "global_table":
             consumed = Consumed.with_(serde(a["key"]), serde(a["value"]))
             return b.global_table(a["topic"], consumed, stored(a["store"], a["value"]))

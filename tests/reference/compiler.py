@@ -35,6 +35,7 @@ from tests.reference.tables import (
     ToStream,
 )
 from tests.reference.time_windows import TimeWindowAggregate, TimeWindowDistinct
+from tests.reference.versioned import VersionedTableSource
 
 KEY_CHANGING = {"map", "flat_map", "select_key", "process", "dedup_id"}
 STATELESS = {
@@ -133,6 +134,10 @@ class Compiler:
     def _table(self, step: Step, a: dict[str, Any]) -> None:
         source = self.graph.add(stateless.PassThrough, [], topic=a["topic"])
         self.add(step, TableSource, [source], store=a["store"], send_old=False)
+
+    def _versioned_table(self, step: Step, a: dict[str, Any]) -> None:
+        source = self.graph.add(stateless.PassThrough, [], topic=a["topic"])
+        self.add(step, VersionedTableSource, [source], retention=a["retention"], send_old=False)
 
     def _global_table(self, step: Step, a: dict[str, Any]) -> None:
         self.graph.global_tables[a["topic"]] = (a["store"], a["key"], a["value"])

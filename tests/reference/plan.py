@@ -110,6 +110,23 @@ class Plan:
     ) -> TableRef:
         return TableRef(self, self.add("table", (), topic=topic, store=store, key=key, value=value))
 
+    def versioned_table(
+        self, topic: str, store: str, history_retention: int, value: str = "json"
+    ) -> TableRef:
+        """``table(topic, Materialized.as_(persistent_versioned_key_value_store(store,
+        history_retention)))``: its store is compared through the outputs only (a versioned
+        store cannot be listed)."""
+        step = self.add(
+            "versioned_table",
+            (),
+            topic=topic,
+            versioned_store=store,
+            retention=history_retention,
+            key="string",
+            value=value,
+        )
+        return TableRef(self, step)
+
     def global_table(
         self, topic: str, store: str, key: str = "string", value: str = "json"
     ) -> GlobalRef:
@@ -122,7 +139,8 @@ class Plan:
     # ---- what a plan reads and writes --------------------------------------------------------
 
     def input_topics(self) -> list[str]:
-        return [s.args["topic"] for s in self.steps if s.op in ("stream", "table", "global_table")]
+        sources = ("stream", "table", "versioned_table", "global_table")
+        return [s.args["topic"] for s in self.steps if s.op in sources]
 
     def output_topics(self) -> dict[str, tuple[str, str]]:
         """Every ``to`` topic with its (key serde, value serde) names."""

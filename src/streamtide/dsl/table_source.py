@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, Any
 from streamtide.dsl.change import Change
 from streamtide.dsl.params import Consumed, Materialized
 from streamtide.dsl.table_state import TableOperator
-from streamtide.dsl.table_view import TableOrigin, table_store
+from streamtide.dsl.table_view import TableOrigin, source_table_store, versioned_view
 from streamtide.errors import TopologyError
 from streamtide.processor import drops
 from streamtide.processor.column_batch import ColumnBatch
+from streamtide.processor.operator import ColumnOperator
 from streamtide.record import RecordMetadata
 
 if TYPE_CHECKING:
@@ -53,27 +54,43 @@ class SourceOrigin(TableOrigin):
         self.key_serde = key_serde
         self.value_serde = value_serde
 
+    @property
+    def versioned(self) -> bool:
+        """Whether the table is kept in a versioned store (``dsl.versioned_table``)."""
+        return self.materialized.versioned is not None
+
     def materialize(self) -> str:
-        """Give the table its store (once) and make the source topic its changelog."""
+        """Give the table its store (once) and make the source topic its changelog (not for
+        a versioned store: its history is not the topic's bytes, so it logs its own)."""
         if self.store_name is None:
-            store = table_store(
-                self.builder, self.materialized, "", self.key_serde, self.value_serde
+            store = source_table_store(
+                self.builder, self.materialized, self.key_serde, self.value_serde
             )
             topology = self.builder.topology
             topology.add_state_store(store, self.node)
-            if store.logging_enabled and self.topic is not None:
+            if store.logging_enabled and self.topic is not None and not self.versioned:
                 topology.use_source_topic_as_changelog(store.name, self.topic)
             self.store_name = store.name
         return self.store_name
+
+    def view(self) -> Any:
+        self.materialize()
+        if self.versioned:
+            return versioned_view(self.store_name)  # type: ignore[arg-type]
+        return super().view()
+
+    def operator(self) -> ColumnOperator:
+        """The table source's operator (a new one per task)."""
+        if self.versioned:
+            from streamtide.dsl.versioned_table import VersionedTableSourceOperator
+
+            return VersionedTableSourceOperator(self)
+        return TableSourceOperator(self)
 
     def enable_sending_old_values(self, force: bool) -> bool:
         if force:
             self.materialize()
         return super().enable_sending_old_values(force)
-
-    def view(self) -> Any:
-        self.materialize()
-        return super().view()
 
 
 class TableSourceOperator(TableOperator):
@@ -171,7 +188,7 @@ def table(
     )
     node = builder.new_name("KTABLE-SOURCE-")
     origin = SourceOrigin(builder, node, topic, materialized, key_serde, value_serde)
-    builder.topology.add_processor(node, lambda: TableSourceOperator(origin), source.node)
+    builder.topology.add_processor(node, origin.operator, source.node)
     if named:
         origin.materialize()
     return KTable(builder, node, origin.store_name, key_serde, value_serde, origin=origin)
@@ -199,7 +216,7 @@ def stream_to_table(
     if stream.repartition_required:
         stream = stream.through_repartition_topic(name, key_serde, value_serde)
     origin = SourceOrigin(builder, name, None, materialized, key_serde, value_serde)
-    builder.topology.add_processor(name, lambda: TableSourceOperator(origin), stream.node)
+    builder.topology.add_processor(name, origin.operator, stream.node)
     if named_store:
         origin.materialize()
     return KTable(builder, name, origin.store_name, key_serde, value_serde, origin=origin)

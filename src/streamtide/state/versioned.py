@@ -36,6 +36,7 @@ from streamtide.state.api import KeyValueBytesStore
 from streamtide.state.encoding import MAX_LONG, MIN_LONG
 from streamtide.state.layout import SerdeLayoutStore
 from streamtide.state.stores import KeyValueBytesStoreSupplier, SupplierStoreBuilder
+from streamtide.state.timestamped import ValueAndTimestamp
 from streamtide.state.versioned_format import (
     HISTORY,
     OBSERVED_STREAM_TIME,
@@ -152,6 +153,17 @@ class VersionedKeyValueStore(SerdeLayoutStore):
         if as_of_timestamp is None:
             return self._typed(self.get_latest_raw(raw))
         return self._typed(self.get_as_of_raw(raw, int(as_of_timestamp)))
+
+    def get_with_timestamp(self, key: Any) -> ValueAndTimestamp | None:
+        """The latest version as a ``ValueAndTimestamp`` (how tables look keys up)."""
+        found = self.get(key)
+        return None if found is None else ValueAndTimestamp(found.value, found.timestamp)
+
+    def get_as_of_with_timestamp(self, key: Any, as_of: int) -> ValueAndTimestamp | None:
+        """The version valid at ``as_of`` as a ``ValueAndTimestamp`` (a versioned table's
+        lookup for a stream-table join)."""
+        found = self.get(key, as_of)
+        return None if found is None else ValueAndTimestamp(found.value, found.timestamp)
 
     def get_versions(
         self,
