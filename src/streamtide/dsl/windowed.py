@@ -288,7 +288,7 @@ class SessionWindowedKStream(_WindowedKStream):
     def __init__(self, grouped: KGroupedStream, windows: SessionWindows) -> None:
         super().__init__(grouped)
         self.windows = windows
-        self._close_after_ms = windows.retention_ms  # gap + grace
+        self._close_after_ms = windows.close_after_ms  # gap + grace
 
     def _retention(self, materialized: Materialized) -> int:
         """``Materialized.with_retention`` if given, else ``SessionWindows.until``; >= gap."""
@@ -314,10 +314,11 @@ class SessionWindowedKStream(_WindowedKStream):
         materialized = materialized or Materialized()
         windows = self.windows
         retention = self._retention(materialized)
-        if self._final and retention < windows.retention_ms:
+        if self._final and retention < windows.close_after_ms:
             raise ValueError(
                 f"session store retention ({retention} ms) must be at least the sessions' "
-                f"gap plus grace ({windows.retention_ms} ms) with EmitStrategy.on_window_close():"
+                f"gap plus grace ({windows.close_after_ms} ms) with "
+                "EmitStrategy.on_window_close():"
                 " a session must still be stored when it closes"
             )
 
