@@ -173,6 +173,12 @@ class _Builder:
             return this.reduce(a["reducer"], stored(a["store"], a["value"]))
         if op == "aggregate":
             return this.aggregate(a["initializer"], a["aggregator"], stored(a["store"], a["value"]))
+        if op == "cogroup":
+            first, *rest = a["aggregators"]
+            cogrouped = this.cogroup(first)
+            for index, aggregator in enumerate(rest, start=1):
+                cogrouped = cogrouped.cogroup(self.made[step.inputs[index]], aggregator)
+            return cogrouped.aggregate(a["initializer"], stored(a["store"], a["value"]))
         if op == "windowed_by":
             return this.windowed_by(windows_of(a["windows"]))
         if op == "emit_final":

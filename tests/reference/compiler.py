@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.reference import stateless
-from tests.reference.aggregate import KeyValueAggregate
+from tests.reference.aggregate import CogroupAggregate, KeyValueAggregate
 from tests.reference.dedup import Dedup, id_bytes
 from tests.reference.graph import Graph
 from tests.reference.plan import Plan, SessionWindowSpec, SlidingWindowSpec, Step, TimeWindowSpec
@@ -223,6 +223,20 @@ class Compiler:
         self.key_changed[step.id] = False
 
     _reduce = _aggregate = _count
+
+    def _cogroup(self, step: Step, a: dict[str, Any]) -> None:
+        """Each grouped input, repartitioned through ``<store>-repartition`` after a key
+        change, on its own port of one aggregation."""
+        sources = []
+        for grouped in step.inputs:
+            mark = self.marks[grouped]
+            if mark["repartition"]:
+                topic = f"{a['store']}-repartition"
+                sources.append(self.repartition(mark["stream"], topic, True))
+            else:
+                sources.append(mark["stream"])
+        self.add(step, CogroupAggregate, sources, kind="aggregate", caching=self.caching, **a)
+        self.key_changed[step.id] = False
 
     def _windowed_by(self, step: Step, a: dict[str, Any]) -> None:
         self.marks[step.id] = {

@@ -278,6 +278,26 @@ class StreamRef(_Ref):
 
 
 class GroupedRef(_Ref):
+    def cogroup(
+        self,
+        others: list[tuple[GroupedRef, Fn]],
+        aggregator: Fn,
+        initializer: Fn,
+        store: str,
+        value: str = "json",
+    ) -> TableRef:
+        """``cogroup(aggregator)``, ``.cogroup(other, its aggregator)`` for each of
+        ``others``, then ``.aggregate(initializer, Materialized.as_(store))``."""
+        return self._add(
+            TableRef,
+            "cogroup",
+            *(other for other, _ in others),
+            aggregators=[aggregator, *(fn for _, fn in others)],
+            initializer=initializer,
+            store=store,
+            value=value,
+        )
+
     def count(self, store: str) -> TableRef:
         return self._add(TableRef, "count", store=store, value="long")
 

@@ -14,6 +14,7 @@ from streamtide.serde import Serde, Serdes
 from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 
 if TYPE_CHECKING:
+    from streamtide.dsl.cogroup import CogroupedKStream
     from streamtide.dsl.kstream import KStream
 
 
@@ -113,6 +114,15 @@ class KGroupedStream:
         ensure_callable(initializer, "initializer")
         ensure_callable(aggregator, "aggregator")
         return self._aggregate(materialized, named, initializer, aggregator, None)
+
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        """Start a cogroup (KIP-150): this stream's records folded in by
+        ``aggregator(key, value, aggregate)``, other grouped streams added with
+        ``.cogroup(grouped, aggregator)``, one table from ``.aggregate(initializer)``
+        (``dsl/cogroup.py``)."""
+        from streamtide.dsl.cogroup import CogroupedKStream
+
+        return CogroupedKStream(self, aggregator)
 
     def windowed_by(self, windows: Any) -> Any:
         """Aggregate per window: ``TimeWindows`` give a ``TimeWindowedKStream``,
