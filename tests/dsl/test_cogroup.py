@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from streamtide import Consumed, Grouped, Materialized, Produced, StreamsBuilder
+from streamtide import (
+    Consumed,
+    Grouped,
+    Materialized,
+    Produced,
+    Serdes,
+    SessionWindows,
+    StreamsBuilder,
+    TimeWindows,
+)
 from streamtide.testing import TopologyTestDriver
 from tests.dsl.table_support import INT, STRING, config
 
@@ -221,4 +230,71 @@ def test_should_insert_repartitions_topic_for_upstream_key_modification() -> Non
         ("a", "k", 1),
         ("a", "kb", 2),
         ("a", "kbj", 3),
+    ]
+
+
+def windowed_cogroup(builder: StreamsBuilder, windows: Any) -> Any:
+    one, two = streams(builder, "topic", "topic2")
+    grouped = one.group_by_key(Grouped.with_(STRING, STRING))
+    grouped2 = two.group_by_key(Grouped.with_(STRING, STRING))
+    cogrouped = grouped.cogroup(TOSTRING_ADDER).cogroup(grouped2, TOSTRING_REMOVER)
+    return cogrouped.windowed_by(windows)
+
+
+def windowed_outputs(
+    builder: StreamsBuilder, inputs: list[tuple[str, str, str, int]], key_serde: Any
+) -> list:
+    with TopologyTestDriver(builder.build(), config()) as driver:
+        topics = {t: driver.create_input_topic(t, STRING, STRING) for t in ("topic", "topic2")}
+        for topic, key, value, ts in inputs:
+            topics[topic].pipe_input(key, value, timestamp=ts)
+        out = driver.create_output_topic("output", key_serde, STRING)
+        return [(r.key.key, r.value, r.timestamp) for r in out.read_records()]
+
+
+MIXED = [("topic", "k1", "A", 0), ("topic", "k2", "A", 0), ("topic", "k2", "A", 1)]
+MIXED += [("topic", "k1", "A", 2), ("topic2", "k1", "B", 3), ("topic2", "k2", "B", 3)]
+
+
+def test_time_window_mix_aggregators_test() -> None:
+    """TimeWindowedCogroupedKStreamImplTest.timeWindowMixAggregatorsTest."""
+    builder = StreamsBuilder()
+    windowed_cogroup(builder, TimeWindows.of_size_with_no_grace(500)).aggregate(
+        STRING_INIT, Materialized.with_(STRING, STRING)
+    ).to_stream().to("output", Produced.with_(Serdes.time_windowed(STRING, 500), STRING))
+    inputs = [*MIXED, ("topic2", "k2", "B", 4), ("topic2", "k1", "B", 4)]
+    assert windowed_outputs(builder, inputs, Serdes.time_windowed(STRING, 500)) == [
+        ("k1", "0+A", 0),
+        ("k2", "0+A", 0),
+        ("k2", "0+A+A", 1),
+        ("k1", "0+A+A", 2),
+        ("k1", "0+A+A-B", 3),
+        ("k2", "0+A+A-B", 3),
+        ("k2", "0+A+A-B-B", 4),
+        ("k1", "0+A+A-B-B", 4),
+    ]
+
+
+def test_session_window_mix_aggregators_test() -> None:
+    """SessionWindowedCogroupedKStreamImplTest.sessionWindowMixAggregatorsTest (every merge
+    here changes the window, so the tombstones are Kafka's too)."""
+    builder = StreamsBuilder()
+    windows = SessionWindows.of_inactivity_gap_and_grace(100, 86_400_000)
+    windowed_cogroup(builder, windows).aggregate(
+        STRING_INIT, lambda key, a, b: f"{a}+{b}", Materialized.with_(STRING, STRING)
+    ).to_stream().to("output", Produced.with_(Serdes.session_windowed(STRING), STRING))
+    inputs = [*MIXED, ("topic2", "k2", "B", 444), ("topic2", "k1", "B", 444)]
+    assert windowed_outputs(builder, inputs, Serdes.session_windowed(STRING)) == [
+        ("k1", "0+A", 0),
+        ("k2", "0+A", 0),
+        ("k2", None, 0),
+        ("k2", "0+0+A+A", 1),
+        ("k1", None, 0),
+        ("k1", "0+0+A+A", 2),
+        ("k1", None, 2),
+        ("k1", "0+0+0+A+A-B", 3),
+        ("k2", None, 1),
+        ("k2", "0+0+0+A+A-B", 3),
+        ("k2", "0-B", 444),
+        ("k1", "0-B", 444),
     ]

@@ -112,7 +112,7 @@ class _WindowedKStream:
         make_processor: Callable[[str, bool], Any],
     ) -> KTable:
         store_name = materialized.store_name or self.builder.new_name(f"{prefix}STATE-STORE-")
-        source = self.grouped.source_for(store_name)
+        parents = self.grouped.parent_nodes(store_name, named_of(named))
         node = named_of(named) or self.builder.new_name(prefix)
         key_serde = materialized.key_serde or self.grouped.key_serde
         value_serde = materialized.value_serde or value_serde
@@ -122,7 +122,7 @@ class _WindowedKStream:
             store.with_logging_disabled()  # type: ignore[attr-defined]
         topology = self.builder.topology
         caching = materialized.caching_enabled
-        topology.add_processor(node, lambda: make_processor(store_name, caching), source.node)
+        topology.add_processor(node, lambda: make_processor(store_name, caching), *parents)
         topology.add_state_store(store, node)
         if self._final:
             topology.add_state_store(
