@@ -11,15 +11,11 @@ from typing import Any
 import pytest
 
 from streamtide import Consumed, Materialized, Produced, Stores, StreamsBuilder, Topology
-from streamtide.engine.queryable import store_route, store_view
 from streamtide.log import LogRecord, open_log
-from streamtide.runtime.state_factory import make_task_stores
-from streamtide.runtime.store_query import QueryOp, StoreQuery
-from streamtide.runtime.task_host import TaskHost
-from streamtide.runtime.work_unit import client_state_dir
 from streamtide.state import VersionedRecord
 from streamtide.testing import TopologyTestDriver
-from tests.engine.local_driver import CLIENT, LocalDriver
+from tests.against_reference.queries import engine_store_view
+from tests.engine.local_driver import LocalDriver
 from tests.engine.scenarios import STRING, engine_config
 
 PARTITIONS = 4
@@ -87,19 +83,7 @@ def partition_of(log: Any, key: str) -> int:
 
 
 def query(driver: LocalDriver, key: str, as_of: int | None = None) -> Any:
-    partitions = {stage.subtopology: stage.partitions for stage in driver.stages}
-    route = store_route(driver.topology, driver.config, "prices", partitions)
-
-    def ask(store: str, op: QueryOp, args: list[Any], tasks: list[str]) -> dict[str, Any]:
-        request = StoreQuery(store, op, args, {t: driver.states.get(t, {}) for t in tasks})
-        state_dir = client_state_dir(driver.config, CLIENT)
-        host = TaskHost(driver.topology, driver.config, driver.log, make_task_stores, state_dir)
-        try:
-            return host.query(request)
-        finally:
-            host.close()
-
-    return store_view(route, ask).get(key, as_of)  # type: ignore[attr-defined]
+    return engine_store_view(driver, "prices").get(key, as_of)
 
 
 def test_the_as_of_join_on_four_partitions_across_restarts_equals_the_driver(setup) -> None:
