@@ -30,6 +30,7 @@ from streamtide.dsl import (
     Suppressed,
     TimeWindows,
 )
+from streamtide.dsl.process_values import KeyChangedError
 from streamtide.errors import (
     BufferFullError,
     ConfigError,
@@ -51,12 +52,14 @@ from streamtide.processor import (
     Processor,
     ProcessorContext,
     PunctuationType,
+    RecordContext,
     StateStore,
+    TopicNameExtractor,
     Topology,
 )
 from streamtide.record import Record, RecordMetadata
 from streamtide.serde import Serde, Serdes
-from streamtide.state import KeyValueStore, Stores
+from streamtide.state import KeyValueStore, Stores, VersionedRecord
 from streamtide.timestamp_extractor import ConsumerRecord, TimestampExtractor
 from streamtide.window import Window, Windowed
 
@@ -91,6 +94,7 @@ __all__ = [
     "KGroupedTable",
     "KStream",
     "KTable",
+    "KeyChangedError",
     "KeyValueStore",
     "LogError",
     "Materialized",
@@ -102,6 +106,7 @@ __all__ = [
     "Produced",
     "PunctuationType",
     "Record",
+    "RecordContext",
     "RecordMetadata",
     "Repartitioned",
     "Serde",
@@ -122,11 +127,13 @@ __all__ = [
     "Suppressed",
     "TimeWindows",
     "TimestampExtractor",
+    "TopicNameExtractor",
     "Topology",
     "TopologyError",
     "UnknownTopicError",
     "UnsupportedVersionError",
     "UserCodeError",
+    "VersionedRecord",
     "Window",
     "Windowed",
 ]

@@ -116,6 +116,12 @@ class _Builder:
         if op == "table":
             consumed = Consumed.with_(serde(a["key"]), serde(a["value"]))
             return b.table(a["topic"], consumed, stored(a["store"], a["value"]))
+        if op == "versioned_table":
+            consumed = Consumed.with_(serde(a["key"]), serde(a["value"]))
+            supplier = Stores.persistent_versioned_key_value_store(
+                a["versioned_store"], a["retention"]
+            )
+            return b.table(a["topic"], consumed, Materialized.as_(supplier))
         if op == "global_table":
             consumed = Consumed.with_(serde(a["key"]), serde(a["value"]))
             return b.global_table(a["topic"], consumed, stored(a["store"], a["value"]))
@@ -149,8 +155,14 @@ class _Builder:
             return this.repartition(options)
         if op == "to":
             return this.to(a["topic"], Produced.with_(serde(a["key"]), serde(a["value"])))
+        if op == "to_chosen":
+            return this.to(a["extractor"], Produced.with_(serde(a["key"]), serde(a["value"])))
         if op == "process":
             return this.process(a["supplier"], *a["stores"])
+        if op == "process_values":
+            return this.process_values(a["supplier"], *a["stores"])
+        if op == "to_table":
+            return this.to_table(a["name"], stored(a["store"], a["value"]))
         if op == "group_by_key":
             return this.group_by_key(Grouped.with_(Serdes.string(), serde(a["value"])))
         if op == "group_by":
@@ -161,6 +173,12 @@ class _Builder:
             return this.reduce(a["reducer"], stored(a["store"], a["value"]))
         if op == "aggregate":
             return this.aggregate(a["initializer"], a["aggregator"], stored(a["store"], a["value"]))
+        if op == "cogroup":
+            first, *rest = a["aggregators"]
+            cogrouped = this.cogroup(first)
+            for index, aggregator in enumerate(rest, start=1):
+                cogrouped = cogrouped.cogroup(self.made[step.inputs[index]], aggregator)
+            return cogrouped.aggregate(a["initializer"], stored(a["store"], a["value"]))
         if op == "windowed_by":
             return this.windowed_by(windows_of(a["windows"]))
         if op == "emit_final":

@@ -78,7 +78,7 @@ def _serdes(plan: Plan) -> dict[str, tuple[str, str]]:
     return {
         s.args["topic"]: (s.args["key"], s.args["value"])
         for s in plan.steps
-        if s.op in ("stream", "table", "global_table")
+        if s.op in ("stream", "table", "versioned_table", "global_table")
     }
 
 

@@ -14,10 +14,8 @@ from streamtide.runtime.work_unit import client_state_dir
 from tests.engine.local_driver import CLIENT, LocalDriver
 
 
-def engine_store(driver: LocalDriver, name: str, keys: list[str]) -> dict[Any, Any]:
-    """Store ``name`` as of the last committed batch: key-value stores per partition
-    (``{partition: {key: value}}``, partitions with entries; a processor's store need not be
-    keyed like its input), window and session stores for ``keys`` (by key and window)."""
+def engine_route_and_ask(driver: LocalDriver, name: str) -> tuple[Any, Any]:
+    """The route of store ``name`` and the function asking its tasks, answered here."""
     partitions = {stage.subtopology: stage.partitions for stage in driver.stages}
     route = store_route(driver.topology, driver.config, name, partitions)
 
@@ -30,6 +28,19 @@ def engine_store(driver: LocalDriver, name: str, keys: list[str]) -> dict[Any, A
         finally:
             host.close()
 
+    return route, ask
+
+
+def engine_store_view(driver: LocalDriver, name: str) -> Any:
+    """What ``app.store(name)`` gives, for an application run by ``driver``."""
+    return store_view(*engine_route_and_ask(driver, name))
+
+
+def engine_store(driver: LocalDriver, name: str, keys: list[str]) -> dict[Any, Any]:
+    """Store ``name`` as of the last committed batch: key-value stores per partition
+    (``{partition: {key: value}}``, partitions with entries; a processor's store need not be
+    keyed like its input), window and session stores for ``keys`` (by key and window)."""
+    route, ask = engine_route_and_ask(driver, name)
     view: Any = store_view(route, ask)
     kind = route.kind.value
     if kind == "key_value":

@@ -145,3 +145,23 @@ def test_a_sub_topology_reading_its_own_repartition_topic_on_the_engine() -> Non
         Event("clicks", "b", {"n": 4, "i": 1}, 2_000),
     ]
     check_engine(stream_table_plan, EngineRun([found]))
+
+
+def versioned_join_plan() -> Plan:
+    """Stream-table joins against a versioned table (KIP-960): each click sees the user as
+    of its own timestamp; late and out-of-order updates of the table count for the clicks
+    they precede, updates older than the history retention are dropped."""
+    plan = Plan()
+    clicks = plan.stream("clicks")
+    users = plan.versioned_table("users", "users-v", history_retention=4 * S)
+    clicks.join_table(users, pair).to("as-of")
+    clicks.join_table(users, pair, left=True).to("as-of-left")
+    users.to_stream().to("latest-users")
+    return plan
+
+
+VERSIONED_EVENTS = events(topics=("clicks", "users"), tombstones=("users",))
+
+test_versioned_join_on_the_test_driver, test_versioned_join_on_the_engine = on_driver_and_engine(
+    "versioned-join", versioned_join_plan, VERSIONED_EVENTS
+)

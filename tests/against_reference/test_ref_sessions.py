@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from hypothesis import example, given
 
 from tests.against_reference.harness import Event
@@ -66,6 +65,13 @@ def grace_rule_plan() -> Plan:
     g.windowed_by(SessionWindowSpec(3 * S, grace=2 * S)).count("grace").to_stream().to(
         "grace", "windowed", "long"
     )
+    g.windowed_by(SessionWindowSpec(2 * S, grace=0)).distinct("grace-distinct").to_stream().to(
+        "grace-distinct", "windowed"
+    )
+    final = g.windowed_by(SessionWindowSpec(2 * S, retention=9 * S, grace=1 * S))
+    final.emit_on_window_close().count("grace-final").to_stream().to(
+        "grace-final", "windowed", "long"
+    )
     return plan
 
 
@@ -84,7 +90,6 @@ GRACE_CASE = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="#34: the session grace rule (SEMANTICS 5) is not built yet")
 @DRIVER
 @given(found=events())
 @example(found=GRACE_CASE)
@@ -92,7 +97,6 @@ def test_the_session_grace_rule_on_the_test_driver(found: Any) -> None:
     check_driver(grace_rule_plan, found)
 
 
-@pytest.mark.xfail(strict=True, reason="#34: the session grace rule (SEMANTICS 5) is not built yet")
 @ENGINE
 @given(run=engine_runs(events()))
 def test_the_session_grace_rule_on_the_engine(run: Any) -> None:

@@ -1,5 +1,6 @@
 """Stateless operators against the reference: filter, filter_not, map, map_values, flat_map,
-flat_map_values, select_key, peek, foreach, split/branch, merge, repartition and to."""
+flat_map_values, select_key, peek, foreach, split/branch, merge, repartition and to (with a
+topic name, or a topic chosen per record)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,30 @@ def stateless_plan() -> Plan:
         "same", value="long"
     )
     return plan
+
+
+def chosen_topics_plan() -> Plan:
+    """``to(extractor)`` beside a plain ``to`` of one of the topics it chooses (the task must
+    then keep the records of both in per-record order), after a key change too."""
+    plan = Plan()
+    s = plan.stream("in")
+
+    def by_size(key, value, context):  # type: ignore[no-untyped-def]
+        if context.topic != "in":  # a topic that does not exist: the run fails
+            return "unknown"
+        return "small" if value["n"] < 5 else "large"
+
+    s.to_chosen(by_size, ["small", "large"])
+    s.filter(lambda k, v: v["n"] % 3 == 0).map_values(lambda v: {"third": v["i"]}).to("small")
+    by_time = lambda k, v, context: f"time-{context.timestamp % 2}"  # noqa: E731
+    rekeyed = s.filter(lambda k, v: k is not None).select_key(lambda k, v: f"n{v['n'] % 3}")
+    rekeyed.repartition("chosen").to_chosen(by_time, ["time-0", "time-1"])
+    return plan
+
+
+test_chosen_topics_on_the_test_driver, test_chosen_topics_on_the_engine = on_driver_and_engine(
+    "chosen_topics", chosen_topics_plan, events()
+)
 
 
 test_stateless_operators_on_the_test_driver, test_stateless_operators_on_the_engine = (

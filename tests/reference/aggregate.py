@@ -68,3 +68,12 @@ class KeyValueAggregate(Node):
 
     def state(self, task: Task) -> dict[Any, Any]:
         return {key: agg for key, (agg, _) in self.store.items()}
+
+
+class CogroupAggregate(KeyValueAggregate):
+    """``cogroup`` (KIP-150): one aggregate per key, each input port with its own
+    aggregator (``args["aggregators"]``), one store and one cache."""
+
+    def process(self, rec: Rec, task: Task, port: int) -> None:
+        self.fold.args = {**self.args, "aggregator": self.args["aggregators"][port]}
+        super().process(rec, task, port)

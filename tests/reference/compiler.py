@@ -1,9 +1,10 @@
 """From a ``Plan`` to the interpreter's ``Graph``, step by step in plan order.
 
 Repartitions are where the semantics put them: ``repartition()``; ``group_by``; a grouping,
-a deduplication by key or a join after a key-changing operation (``map``, ``flat_map``,
-``select_key``, ``process``); ``deduplicate`` (by the id); a table's ``group_by``. Grouping
-and join repartitions drop records with a None key; the others carry them.
+a deduplication by key, ``to_table`` or a join after a key-changing operation (``map``,
+``flat_map``, ``select_key``, ``process``); ``deduplicate`` (by the id); a table's
+``group_by``. Grouping, ``to_table`` and join repartitions drop records with a None key; the
+others carry them.
 
 Tables send old values where Kafka's ``enableSendingOldValues`` rules say (see
 ``enable_old_values``): a filter and a suppress ask their parent when they are built; a
@@ -15,11 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from tests.reference import stateless
-from tests.reference.aggregate import KeyValueAggregate
+from tests.reference.aggregate import CogroupAggregate, KeyValueAggregate
 from tests.reference.dedup import Dedup, id_bytes
 from tests.reference.graph import Graph
 from tests.reference.plan import Plan, SessionWindowSpec, SlidingWindowSpec, Step, TimeWindowSpec
-from tests.reference.processor_api import ProcessorNode
+from tests.reference.processor_api import FixedKeyProcessorNode, ProcessorNode
 from tests.reference.sessions import SessionWindows, grace_of
 from tests.reference.sliding import SlidingWindowAggregate
 from tests.reference.stream_join import StreamStreamJoin
@@ -34,6 +35,7 @@ from tests.reference.tables import (
     ToStream,
 )
 from tests.reference.time_windows import TimeWindowAggregate, TimeWindowDistinct
+from tests.reference.versioned import VersionedTableSource
 
 KEY_CHANGING = {"map", "flat_map", "select_key", "process", "dedup_id"}
 STATELESS = {
@@ -133,6 +135,10 @@ class Compiler:
         source = self.graph.add(stateless.PassThrough, [], topic=a["topic"])
         self.add(step, TableSource, [source], store=a["store"], send_old=False)
 
+    def _versioned_table(self, step: Step, a: dict[str, Any]) -> None:
+        source = self.graph.add(stateless.PassThrough, [], topic=a["topic"])
+        self.add(step, VersionedTableSource, [source], retention=a["retention"], send_old=False)
+
     def _global_table(self, step: Step, a: dict[str, Any]) -> None:
         self.graph.global_tables[a["topic"]] = (a["store"], a["key"], a["value"])
         self.marks[step.id] = {"global": a["store"]}
@@ -162,10 +168,36 @@ class Compiler:
             value=a["value"],
         )
 
+    def _to_chosen(self, step: Step, a: dict[str, Any]) -> None:
+        self.add(
+            step,
+            stateless.ChosenTopicSink,
+            [self.input_of(step)],
+            extractor=a["extractor"],
+            key=a["key"],
+            value=a["value"],
+        )
+
     def _process(self, step: Step, a: dict[str, Any]) -> None:
         self.add(
             step, ProcessorNode, [self.input_of(step)], supplier=a["supplier"], stores=a["stores"]
         )
+
+    def _process_values(self, step: Step, a: dict[str, Any]) -> None:
+        self.add(
+            step,
+            FixedKeyProcessorNode,
+            [self.input_of(step)],
+            supplier=a["supplier"],
+            stores=a["stores"],
+        )
+
+    def _to_table(self, step: Step, a: dict[str, Any]) -> None:
+        """Kafka's ``toTable``: a table source over the stream, repartitioned (dropping None
+        keys) through ``<name>-repartition`` after a key change."""
+        source = self.by_key(step, 0, a["name"])
+        self.add(step, TableSource, [source], store=a["store"], send_old=False)
+        self.key_changed[step.id] = False
 
     # ---- grouping, aggregation, windows ---------------------------------------------------
 
@@ -191,6 +223,20 @@ class Compiler:
         self.key_changed[step.id] = False
 
     _reduce = _aggregate = _count
+
+    def _cogroup(self, step: Step, a: dict[str, Any]) -> None:
+        """Each grouped input, repartitioned through ``<store>-repartition`` after a key
+        change, on its own port of one aggregation."""
+        sources = []
+        for grouped in step.inputs:
+            mark = self.marks[grouped]
+            if mark["repartition"]:
+                topic = f"{a['store']}-repartition"
+                sources.append(self.repartition(mark["stream"], topic, True))
+            else:
+                sources.append(mark["stream"])
+        self.add(step, CogroupAggregate, sources, kind="aggregate", caching=self.caching, **a)
+        self.key_changed[step.id] = False
 
     def _windowed_by(self, step: Step, a: dict[str, Any]) -> None:
         self.marks[step.id] = {

@@ -110,6 +110,23 @@ class Plan:
     ) -> TableRef:
         return TableRef(self, self.add("table", (), topic=topic, store=store, key=key, value=value))
 
+    def versioned_table(
+        self, topic: str, store: str, history_retention: int, value: str = "json"
+    ) -> TableRef:
+        """``table(topic, Materialized.as_(persistent_versioned_key_value_store(store,
+        history_retention)))``: its store is compared through the outputs only (a versioned
+        store cannot be listed)."""
+        step = self.add(
+            "versioned_table",
+            (),
+            topic=topic,
+            versioned_store=store,
+            retention=history_retention,
+            key="string",
+            value=value,
+        )
+        return TableRef(self, step)
+
     def global_table(
         self, topic: str, store: str, key: str = "string", value: str = "json"
     ) -> GlobalRef:
@@ -122,13 +139,20 @@ class Plan:
     # ---- what a plan reads and writes --------------------------------------------------------
 
     def input_topics(self) -> list[str]:
-        return [s.args["topic"] for s in self.steps if s.op in ("stream", "table", "global_table")]
+        sources = ("stream", "table", "versioned_table", "global_table")
+        return [s.args["topic"] for s in self.steps if s.op in sources]
 
     def output_topics(self) -> dict[str, tuple[str, str]]:
         """Every ``to`` topic with its (key serde, value serde) names."""
-        return {
+        found = {
             s.args["topic"]: (s.args["key"], s.args["value"]) for s in self.steps if s.op == "to"
         }
+        for step in self.steps:
+            if step.op == "to_chosen":
+                found.update(
+                    (t, (step.args["key"], step.args["value"])) for t in step.args["topics"]
+                )
+        return found
 
 
 @dataclass
@@ -197,8 +221,23 @@ class StreamRef(_Ref):
     def to(self, topic: str, key: str = "string", value: str = "json") -> None:
         self._add(_Ref, "to", topic=topic, key=key, value=value)
 
+    def to_chosen(
+        self, extractor: Fn, topics: list[str], key: str = "string", value: str = "json"
+    ) -> None:
+        """``to(extractor)``: ``extractor(key, value, record_context)`` names one of
+        ``topics`` per record."""
+        self._add(_Ref, "to_chosen", extractor=extractor, topics=topics, key=key, value=value)
+
     def process(self, supplier: Fn, *stores: str, name: str | None = None) -> StreamRef:
         return self._add(StreamRef, "process", supplier=supplier, stores=stores, name=name)
+
+    def process_values(self, supplier: Fn, *stores: str) -> StreamRef:
+        """``process_values``: the processor may not change keys (KIP-820)."""
+        return self._add(StreamRef, "process_values", supplier=supplier, stores=stores)
+
+    def to_table(self, name: str, store: str | None = None, value: str = "json") -> TableRef:
+        """``to_table(Named.as_(name), materialized)`` (KIP-523)."""
+        return self._add(TableRef, "to_table", name=name, store=store, value=value)
 
     def group_by_key(self, name: str | None = None, value: str = "json") -> GroupedRef:
         return self._add(GroupedRef, "group_by_key", name=name, value=value)
@@ -239,6 +278,26 @@ class StreamRef(_Ref):
 
 
 class GroupedRef(_Ref):
+    def cogroup(
+        self,
+        others: list[tuple[GroupedRef, Fn]],
+        aggregator: Fn,
+        initializer: Fn,
+        store: str,
+        value: str = "json",
+    ) -> TableRef:
+        """``cogroup(aggregator)``, ``.cogroup(other, its aggregator)`` for each of
+        ``others``, then ``.aggregate(initializer, Materialized.as_(store))``."""
+        return self._add(
+            TableRef,
+            "cogroup",
+            *(other for other, _ in others),
+            aggregators=[aggregator, *(fn for _, fn in others)],
+            initializer=initializer,
+            store=store,
+            value=value,
+        )
+
     def count(self, store: str) -> TableRef:
         return self._add(TableRef, "count", store=store, value="long")
 

@@ -133,3 +133,37 @@ class ProcessorNode(Node):
 
     def process(self, rec: Rec, task: Task, port: int) -> None:
         self.processor.process(Record(rec.key, rec.value, rec.ts, rec.headers))
+
+
+class FixedKeyContext(ReferenceContext):
+    """``process_values``: forwarding another key than the input record's is an error."""
+
+    def __init__(self, node: FixedKeyProcessorNode, task: Task) -> None:
+        super().__init__(node, task)
+        self.fixed = node
+
+    def forward(self, record: Record, child: str | None = None) -> None:
+        expected = self.fixed.input_key
+        if expected is not NO_INPUT and record.key != expected:
+            raise ValueError(f"process_values changed key {expected!r} to {record.key!r}")
+        super().forward(record, child)
+
+
+NO_INPUT = object()
+
+
+class FixedKeyProcessorNode(ProcessorNode):
+    """``stream.process_values(supplier, *stores)`` (KIP-820)."""
+
+    input_key: Any = NO_INPUT
+
+    def init(self, task: Task) -> None:
+        self.processor = self.args["supplier"]()
+        self.processor.init(FixedKeyContext(self, task))
+
+    def process(self, rec: Rec, task: Task, port: int) -> None:
+        self.input_key = rec.key
+        try:
+            super().process(rec, task, port)
+        finally:
+            self.input_key = NO_INPUT

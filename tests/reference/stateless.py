@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from streamtide import RecordContext
 from tests.reference.node import Node
 from tests.reference.records import Rec
 
@@ -84,6 +85,15 @@ class Sink(Node):
         if self.args.get("drop_null_keys") and rec.key is None:
             return
         task.write(self.args["sink_topic"], rec, self.args)
+
+
+class ChosenTopicSink(Node):
+    """``to(extractor)``: the topic the extractor names for the record, given the input
+    record's context (Kafka's ``TopicNameExtractor``)."""
+
+    def process(self, rec: Rec, task: Task, port: int) -> None:
+        context = RecordContext(rec.topic, rec.partition or 0, rec.offset, rec.ts, rec.headers)
+        task.write(self.args["extractor"](rec.key, rec.value, context), rec, self.args)
 
 
 def make_stateless(op: str, args: dict[str, Any]) -> Node:

@@ -1,7 +1,8 @@
 """Joins with tables (SEMANTICS 9, Kafka 3.7+): stream-table, stream-global table and
 table-table joins.
 
-- stream-table: each stream record sees the table as it stands; the result keeps the
+- stream-table: each stream record sees the table as it stands (a versioned table: as it
+  stood at the record's timestamp, KIP-960); the result keeps the
   stream record's key and timestamp. A None value is dropped; a None key is dropped by
   ``join`` and joined with None by ``left_join`` (KIP-962). Table updates emit nothing.
 - global table: the lookup key is ``key_selector(key, value)``; a None value or a None
@@ -29,7 +30,14 @@ class StreamTableJoin(Node):
         if rec.value is None or (rec.key is None and not left):
             task.count("dropped-records")
             return
-        found = None if rec.key is None else task.nodes[self.args["table"]].lookup(rec.key)
+        table = task.nodes[self.args["table"]]
+        as_of = getattr(table, "lookup_as_of", None)  # a versioned table: as of the record
+        if rec.key is None:
+            found = None
+        elif as_of is not None:
+            found = as_of(rec.key, rec.ts)
+        else:
+            found = table.lookup(rec.key)
         if found is not None:
             self.forward(rec.but(value=joiner(rec.value, found[0])), task)
         elif left:

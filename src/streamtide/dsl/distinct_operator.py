@@ -108,7 +108,9 @@ class TimeWindowDistinctOperator(_DistinctOperator):
             except Exception as error:
                 start = self.fail(batch, p, error)
         store.write_all_at(updates)
-        self._finish(batch, out, nulls, late)
+        if late:  # SEMANTICS 5: a session grace drop counts as an expired window
+            drops.record_drops(self.context.metrics, drops.EXPIRED_WINDOW, late)
+        self._finish(batch, out, nulls, 0)
 
 
 class SessionWindowDistinctOperator(_DistinctOperator):
@@ -120,19 +122,21 @@ class SessionWindowDistinctOperator(_DistinctOperator):
         super().__init__(store_name, caching_allowed)
         self.gap = windows.gap_ms
         self.retention_ms = retention_ms
+        #: the grace rule (``session_operator``): None for windows without a grace
+        self.drop_before = None if windows.declared_grace_ms is None else windows.close_after_ms
 
     def process_batch(self, batch: ColumnBatch) -> None:
         out = EmittedRows()
         keys, values, timestamps = batch.keys, batch.values, batch.timestamps
         headers, stream_times = batch.headers, batch.stream_times
-        gap, retention = self.gap, self.retention_ms
+        gap, retention, drop_before = self.gap, self.retention_ms, self.drop_before
         store, kept = self.store, self._kept
         serde = kept.value_serde
         #: per key ident: its bytes and its sessions as (end, start, serialized value), sorted
         sessions_of: dict[Any, tuple[bytes, list[tuple[int, int, bytes]]]] = {}
         #: (stream time, serialized key, start, end, serialized value or None)
         updates: list[tuple[int, bytes, int, int, bytes | None]] = []
-        nulls = 0
+        nulls = late = 0
         n = len(keys)
         start = 0
         while start < n:
@@ -155,6 +159,11 @@ class SessionWindowDistinctOperator(_DistinctOperator):
                     live_from = now - retention
                     low_end = t - gap if t - gap > live_from else live_from
                     merged = [s for s in sessions if s[0] >= low_end and s[1] <= t + gap]
+                    if drop_before is not None and max([t, *(s[0] for s in merged)]) < (
+                        now - drop_before
+                    ):
+                        late += 1  # its session closed
+                        continue
                     if not merged:
                         if t >= live_from:
                             raw = serde.serialize(value)
@@ -177,6 +186,8 @@ class SessionWindowDistinctOperator(_DistinctOperator):
             except Exception as error:
                 start = self.fail(batch, p, error)
         store.write_all_at(updates)
+        if late:  # SEMANTICS 5: a session grace drop counts as an expired window
+            drops.record_drops(self.context.metrics, drops.EXPIRED_WINDOW, late)
         self._finish(batch, out, nulls, 0)
 
 

@@ -14,6 +14,7 @@ from streamtide.serde import Serde, Serdes
 from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 
 if TYPE_CHECKING:
+    from streamtide.dsl.cogroup import CogroupedKStream
     from streamtide.dsl.kstream import KStream
 
 
@@ -44,6 +45,10 @@ class KGroupedStream:
             self.name or store_name, self.key_serde, self.value_serde
         )
 
+    def parent_nodes(self, store_name: str, named: str | None = None) -> list[str]:
+        """The nodes an aggregation into ``store_name`` reads (``source_for``'s)."""
+        return [self.source_for(store_name).node]
+
     def _aggregate(
         self,
         materialized: Materialized | None,
@@ -52,31 +57,9 @@ class KGroupedStream:
         adder: Callable[[Any, Any, Any], Any],
         default_value_serde: Serde | None,
     ) -> KTable:
-        materialized = materialized or Materialized()
-        store_name = materialized.store_name or self.builder.new_name(
-            "KSTREAM-AGGREGATE-STATE-STORE-"
+        return aggregate_into_table(
+            self, materialized, named_of(named), initializer, adder, default_value_serde
         )
-        source = self.source_for(store_name)
-        node = named_of(named) or self.builder.new_name("KSTREAM-AGGREGATE-")
-        key_serde = materialized.key_serde or self.key_serde
-        value_serde = materialized.value_serde or default_value_serde
-        store = KeyValueStoreBuilder(
-            KeyValueBytesStoreSupplier(store_name, materialized.resolved_store_type()),
-            key_serde,
-            value_serde,
-            logging_enabled=materialized.logging_enabled,
-            timestamped=True,
-        )
-        topology = self.builder.topology
-        caching = materialized.caching_enabled
-        origin = AggregationOrigin(store_name)
-        topology.add_processor(
-            node,
-            lambda: StreamAggregateOperator(store_name, initializer, adder, caching, origin),
-            source.node,
-        )
-        topology.add_state_store(store, node)
-        return KTable(self.builder, node, store_name, key_serde, value_serde, origin=origin)
 
     def count(
         self, materialized: Materialized | None = None, named: Named | str | None = None
@@ -114,6 +97,15 @@ class KGroupedStream:
         ensure_callable(aggregator, "aggregator")
         return self._aggregate(materialized, named, initializer, aggregator, None)
 
+    def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> CogroupedKStream:
+        """Start a cogroup (KIP-150): this stream's records folded in by
+        ``aggregator(key, value, aggregate)``, other grouped streams added with
+        ``.cogroup(grouped, aggregator)``, one table from ``.aggregate(initializer)``
+        (``dsl/cogroup.py``)."""
+        from streamtide.dsl.cogroup import CogroupedKStream
+
+        return CogroupedKStream(self, aggregator)
+
     def windowed_by(self, windows: Any) -> Any:
         """Aggregate per window: ``TimeWindows`` give a ``TimeWindowedKStream``,
         ``SessionWindows`` a ``SessionWindowedKStream``, ``SlidingWindows`` a
@@ -121,3 +113,43 @@ class KGroupedStream:
         from streamtide.dsl.windowed import windowed_stream
 
         return windowed_stream(self, windows)
+
+
+def aggregate_into_table(
+    grouped: Any,
+    materialized: Materialized | None,
+    node_name: str | None,
+    initializer: Any,
+    adder: Callable[[Any, Any, Any], Any],
+    default_value_serde: Serde | None,
+    *,
+    store_prefix: str = "KSTREAM-AGGREGATE-STATE-STORE-",
+    node_prefix: str = "KSTREAM-AGGREGATE-",
+    named_tags: str | None = None,
+) -> KTable:
+    """The key-value aggregation of ``grouped`` (a ``KGroupedStream``, or a cogroup's
+    inputs: ``dsl.cogroup``) into a timestamped store."""
+    materialized = materialized or Materialized()
+    builder = grouped.builder
+    store_name = materialized.store_name or builder.new_name(store_prefix)
+    parents = grouped.parent_nodes(store_name, named_tags)
+    node = node_name or builder.new_name(node_prefix)
+    key_serde = materialized.key_serde or grouped.key_serde
+    value_serde = materialized.value_serde or default_value_serde
+    store = KeyValueStoreBuilder(
+        KeyValueBytesStoreSupplier(store_name, materialized.resolved_store_type()),
+        key_serde,
+        value_serde,
+        logging_enabled=materialized.logging_enabled,
+        timestamped=True,
+    )
+    topology = builder.topology
+    caching = materialized.caching_enabled
+    origin = AggregationOrigin(store_name)
+    topology.add_processor(
+        node,
+        lambda: StreamAggregateOperator(store_name, initializer, adder, caching, origin),
+        *parents,
+    )
+    topology.add_state_store(store, node)
+    return KTable(builder, node, store_name, key_serde, value_serde, origin=origin)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from streamtide.dsl import processors as p
 from streamtide.dsl.params import (
     Grouped,
+    Materialized,
     Named,
     Produced,
     Repartitioned,
@@ -17,12 +18,14 @@ from streamtide.dsl.params import (
 from streamtide.dsl.printed import Printed, PrintOperator
 from streamtide.errors import TopologyError
 from streamtide.processor.api import ProcessorSupplier
+from streamtide.processor.topic_name import TopicChooser
 from streamtide.serde import Serde
 
 if TYPE_CHECKING:
     from streamtide.dsl.branched import BranchedKStream
     from streamtide.dsl.builder import StreamsBuilder
     from streamtide.dsl.kgrouped import KGroupedStream
+    from streamtide.dsl.ktable import KTable
 
 
 class KStream:
@@ -185,11 +188,15 @@ class KStream:
             self.repartition_required or other.repartition_required,
         )
 
-    def to(self, topic: str, produced: Produced | None = None) -> None:
-        """Write every record to ``topic``."""
+    def to(self, topic: str | TopicChooser, produced: Produced | None = None) -> None:
+        """Write every record to ``topic``, or, given a ``TopicNameExtractor`` (or a function
+        ``(key, value, record_context) -> topic``), to the topic it names for each record
+        (``processor/topic_name.py``; the topic must exist)."""
         produced = produced or Produced()
-        if not isinstance(topic, str) or not topic:
+        if isinstance(topic, str) and not topic:
             raise TopologyError(f"to() needs a topic name, got {topic!r}")
+        if not isinstance(topic, str) and not callable(topic) and not hasattr(topic, "extract"):
+            raise TopologyError(f"to() needs a topic name or a TopicNameExtractor, got {topic!r}")
         name = produced.name or self.builder.new_name("KSTREAM-SINK-")
         self.builder.topology.add_sink(
             name,
@@ -214,6 +221,37 @@ class KStream:
         if store_names:
             topology.connect_processor_and_state_stores(name, *store_names)
         return KStream(self.builder, name, None, None, True)
+
+    def process_values(
+        self,
+        supplier: ProcessorSupplier,
+        *store_names: str,
+        named: Named | str | None = None,
+    ) -> KStream:
+        """Attach a Processor API processor that may change values but not keys (Kafka's
+        ``processValues``, KIP-820): no repartition follows. Forwarding a record with a key
+        other than the input record's raises ``KeyChangedError`` (``dsl/process_values.py``)."""
+        from streamtide.dsl.process_values import fixed_key_supplier
+
+        ensure_callable(supplier, "process_values() supplier")
+        name = named_of(named) or self.builder.new_name("KSTREAM-PROCESSVALUES-")
+        topology = self.builder.topology
+        topology.add_processor(name, fixed_key_supplier(supplier, name), self.node)
+        if store_names:
+            topology.connect_processor_and_state_stores(name, *store_names)
+        return KStream(self.builder, name, self.key_serde, None, self.repartition_required)
+
+    def to_table(
+        self, named: Named | str | None = None, materialized: Materialized | None = None
+    ) -> KTable:
+        """This stream read as a table: each record an update of its key, a None value a
+        delete, a None key dropped (Kafka's ``toTable``, KIP-523). Repartitions first when
+        a key-changing operation came before; see ``dsl/table_source.py``."""
+        from streamtide.dsl.table_source import stream_to_table
+
+        if isinstance(named, Materialized):
+            named, materialized = None, named
+        return stream_to_table(self, named_of(named), materialized)
 
     # ---- repartitioning ------------------------------------------------------------------
 

@@ -12,6 +12,8 @@ from typing import Any
 from streamtide.errors import TopologyError
 from streamtide.processor.nodes import Partitioner
 from streamtide.serde import Serde
+from streamtide.state.stores import KeyValueBytesStoreSupplier
+from streamtide.state.versioned import VersionedBytesStoreSupplier
 from streamtide.time import Duration, non_negative_millis
 from streamtide.timestamp_extractor import TimestampExtractor
 
@@ -197,10 +199,18 @@ class Materialized:
     logging_enabled: bool = True
     caching_enabled: bool = True
     retention: int | None = None
+    #: a versioned store supplier (``Stores.persistent_versioned_key_value_store``): the
+    #: table is kept in a versioned store (source tables and ``to_table`` only)
+    versioned: VersionedBytesStoreSupplier | None = None
 
     @classmethod
-    def as_(cls, store_name: str) -> Materialized:
-        return cls(store_name=_name(store_name))
+    def as_(cls, store: str | KeyValueBytesStoreSupplier) -> Materialized:
+        """Name the store, or give its supplier (its name and kind; a versioned supplier
+        makes a source table or ``to_table`` versioned)."""
+        if isinstance(store, KeyValueBytesStoreSupplier):
+            versioned = store if isinstance(store, VersionedBytesStoreSupplier) else None
+            return cls(store_name=store.name, store_type=store.kind, versioned=versioned)
+        return cls(store_name=_name(store))
 
     @classmethod
     def with_(
@@ -233,6 +243,14 @@ class Materialized:
         return replace(self, retention=non_negative_millis(retention, "retention"))
 
     def resolved_store_type(self) -> str:
+        """The kind of a plain store; a versioned supplier is refused here (only source
+        tables and ``to_table`` take one, and they check ``versioned`` first)."""
+        if self.versioned is not None:
+            raise TopologyError(
+                f"store {self.store_name!r} is versioned: only a source table "
+                f"(StreamsBuilder.table) or KStream.to_table can be materialized in a "
+                f"versioned store"
+            )
         return self.store_type or DEFAULT_STORE_TYPE
 
 

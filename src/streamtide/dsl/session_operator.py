@@ -4,8 +4,11 @@ For a row at ``t``: the key's sessions with ``end >= t - gap`` and ``start <= t 
 merged (aggregates combined with the merger, in end-then-start order, starting from the
 initializer) and the row is aggregated into the result. Merged sessions whose window differs
 from the new one are removed and emitted as tombstones, oldest first; then the new session is
-stored and emitted (with its end as timestamp). A session already expired when it is created
-(late data) is emitted but not stored. Rows with a None key or value are dropped.
+stored and emitted (with its end as timestamp). For windows with a grace
+(``of_inactivity_gap_and_grace``), a row whose merged session ends before ``stream_time - gap
+- grace`` is dropped (``dropped-records``); for windows without one, a session already
+expired when it is created (late data) is emitted but not stored. Rows with a None key or
+value are dropped.
 
 Read once, write once: a key's live sessions are read from the store on its first row of a
 batch (one range per key, at that row's stream time) and kept in memory with their aggregates
@@ -63,6 +66,9 @@ class SessionAggregateOperator(ColumnOperator):
         self.aggregator = aggregator
         self.merger = merger
         self.caching_allowed = caching_allowed
+        #: the grace rule (SEMANTICS 5): a row whose merged session ends before stream time
+        #: minus this is dropped (None: windows without a grace keep the seed's rule)
+        self.drop_before = None if windows.declared_grace_ms is None else windows.close_after_ms
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
@@ -177,7 +183,8 @@ class SessionAggregateOperator(ColumnOperator):
         updates = self._updates
         retention = self.retention_ms
         string_keys = self._kept.string_keys
-        nulls = 0
+        drop_before = self.drop_before
+        nulls = late = 0
         n = len(keys)
         start = 0
         while start < n:
@@ -192,6 +199,9 @@ class SessionAggregateOperator(ColumnOperator):
                     entry = self._keys.get(key) if string_keys and key.__class__ is str else None
                     key_bytes, sessions = entry if entry is not None else self._key_entry(key, now)
                     merged, s, e, agg = self._merge(key, value, timestamps[p], sessions, now)
+                    if drop_before is not None and e < now - drop_before:
+                        late += 1  # its session closed: nothing stored or emitted
+                        continue
                     created = True
                     removed = []
                     for session in merged:
@@ -224,6 +234,8 @@ class SessionAggregateOperator(ColumnOperator):
                 start = self.fail(batch, p, error)
         if nulls:
             drops.record_drops(self.context.metrics, drops.NULL_KEY_OR_VALUE, nulls)
+        if late:
+            drops.record_drops(self.context.metrics, drops.EXPIRED_WINDOW, late)
         self._write_back()
         if out:
             self.emit(out.batch(batch))
@@ -231,7 +243,7 @@ class SessionAggregateOperator(ColumnOperator):
 
 class SessionFinalOperator(SessionAggregateOperator):
     """A session aggregation that emits each session once, when stream time is strictly past
-    ``end + gap + grace`` (grace = the windows' retention - gap); emit-final never caches. A
+    ``end + gap + grace`` (``SessionWindows.grace_ms``); emit-final never caches. A
     row whose merged session would already be closed is late: dropped and counted. The close
     index (``final_results.CloseIndex``) orders sessions by end, then serialized key, then
     start; it is written per row, so its changelog is that of record-at-a-time processing,
@@ -252,7 +264,7 @@ class SessionFinalOperator(SessionAggregateOperator):
         keyed, string_keys = self._keys, self._kept.string_keys
         staged, added, push = index.staged, index.added, heapq.heappush
         pack, bias = LONG_PAIR.pack, LONG_BIAS
-        closing = self.windows.retention_ms  # gap + grace
+        closing = self.windows.close_after_ms  # gap + grace
         nulls = late = 0
         n = len(keys)
         start = 0

@@ -1,7 +1,9 @@
 """Stream-table joins: ``KStream.join(table, joiner)`` and ``KStream.left_join(table, ...)``.
 
 Each stream record looks its key up in the table as the table stands when the record is
-processed (records of both topics are processed in timestamp order within a task) and, if
+processed (records of both topics are processed in timestamp order within a task), or, for a
+versioned table (``dsl.versioned_table``), as the table stood at the stream record's
+timestamp (Kafka's KIP-960: late table updates still count for earlier stream records), and, if
 it joins, ``joiner(stream_value, table_value)`` is forwarded with the stream record's key and
 timestamp. Table updates only change the table: they never produce output. As in Kafka's
 KStreamKTableJoin (with KIP-962): a record with a None value is dropped (``dropped-records``);
@@ -50,6 +52,8 @@ class StreamTableJoinOperator(ColumnOperator):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.stored, self.lookup = view_lookup(context, self.view)
+        make_as_of = self.view.make_as_of
+        self.as_of = None if make_as_of is None else make_as_of(context)
 
     def process_batch(self, batch: ColumnBatch) -> None:
         keys, values = batch.keys, batch.values
@@ -68,7 +72,9 @@ class StreamTableJoinOperator(ColumnOperator):
             drops.record_drops(self.context.metrics, drops.NULL_KEY_OR_VALUE, nulls)
         rows = batch.take(positions)
         stored = self.stored
-        if stored is not None:
+        if self.as_of is not None:
+            found, tables = self._as_of(rows)
+        elif stored is not None:
             found, raws = stored.read_rows(self, rows, rows.keys)
             if not left:
                 found, raws = present(found, raws)
@@ -81,6 +87,17 @@ class StreamTableJoinOperator(ColumnOperator):
         ok, results = call_rows(self, joined, self.joiner, joined.values, tables)
         out = joined if ok is None else joined.take(ok)
         self.emit(out.with_values(results))
+
+    def _as_of(self, rows: ColumnBatch) -> tuple[list[int], list[Any]]:
+        """Each row's versioned table value as of the row's timestamp (KIP-960)."""
+        as_of = self.as_of
+
+        def table_value(key: Any, timestamp: int) -> Any:
+            stored = None if key is None else as_of(key, timestamp)  # type: ignore[misc]
+            return None if stored is None else stored.value
+
+        ok, tables = call_rows(self, rows, table_value, rows.keys, rows.timestamps)
+        return (list(range(len(rows))) if ok is None else ok), tables
 
     def _computed(self, rows: ColumnBatch) -> tuple[list[int], list[Any]]:
         """Each row's table value, looked up row by row (a computed table)."""

@@ -18,27 +18,31 @@ from typing import TYPE_CHECKING, Any
 from streamtide.dsl.change import Change
 from streamtide.dsl.params import Consumed, Materialized
 from streamtide.dsl.table_state import TableOperator
-from streamtide.dsl.table_view import TableOrigin, table_store
+from streamtide.dsl.table_view import TableOrigin, source_table_store, versioned_view
 from streamtide.errors import TopologyError
 from streamtide.processor import drops
 from streamtide.processor.column_batch import ColumnBatch
+from streamtide.processor.operator import ColumnOperator
 from streamtide.record import RecordMetadata
 
 if TYPE_CHECKING:
     from streamtide.dsl.builder import StreamsBuilder
+    from streamtide.dsl.kstream import KStream
     from streamtide.dsl.ktable import KTable
 
 log = logging.getLogger(__name__)
 
 
 class SourceOrigin(TableOrigin):
-    """A source table; materializes itself on demand (see the module docstring)."""
+    """A source table; materializes itself on demand (see the module docstring). ``topic``:
+    the source topic that is the store's changelog; None (``KStream.to_table``): the store
+    has a changelog topic of its own."""
 
     def __init__(
         self,
         builder: StreamsBuilder,
         node: str,
-        topic: str,
+        topic: str | None,
         materialized: Materialized,
         key_serde: Any,
         value_serde: Any,
@@ -50,27 +54,43 @@ class SourceOrigin(TableOrigin):
         self.key_serde = key_serde
         self.value_serde = value_serde
 
+    @property
+    def versioned(self) -> bool:
+        """Whether the table is kept in a versioned store (``dsl.versioned_table``)."""
+        return self.materialized.versioned is not None
+
     def materialize(self) -> str:
-        """Give the table its store (once) and make the source topic its changelog."""
+        """Give the table its store (once) and make the source topic its changelog (not for
+        a versioned store: its history is not the topic's bytes, so it logs its own)."""
         if self.store_name is None:
-            store = table_store(
-                self.builder, self.materialized, "", self.key_serde, self.value_serde
+            store = source_table_store(
+                self.builder, self.materialized, self.key_serde, self.value_serde
             )
             topology = self.builder.topology
             topology.add_state_store(store, self.node)
-            if store.logging_enabled:
+            if store.logging_enabled and self.topic is not None and not self.versioned:
                 topology.use_source_topic_as_changelog(store.name, self.topic)
             self.store_name = store.name
         return self.store_name
+
+    def view(self) -> Any:
+        self.materialize()
+        if self.versioned:
+            return versioned_view(self.store_name)  # type: ignore[arg-type]
+        return super().view()
+
+    def operator(self) -> ColumnOperator:
+        """The table source's operator (a new one per task)."""
+        if self.versioned:
+            from streamtide.dsl.versioned_table import VersionedTableSourceOperator
+
+            return VersionedTableSourceOperator(self)
+        return TableSourceOperator(self)
 
     def enable_sending_old_values(self, force: bool) -> bool:
         if force:
             self.materialize()
         return super().enable_sending_old_values(force)
-
-    def view(self) -> Any:
-        self.materialize()
-        return super().view()
 
 
 class TableSourceOperator(TableOperator):
@@ -168,7 +188,35 @@ def table(
     )
     node = builder.new_name("KTABLE-SOURCE-")
     origin = SourceOrigin(builder, node, topic, materialized, key_serde, value_serde)
-    builder.topology.add_processor(node, lambda: TableSourceOperator(origin), source.node)
+    builder.topology.add_processor(node, origin.operator, source.node)
     if named:
         origin.materialize()
     return KTable(builder, node, origin.store_name, key_serde, value_serde, origin=origin)
+
+
+def stream_to_table(
+    stream: KStream, named: str | None, materialized: Materialized | None
+) -> KTable:
+    """See ``KStream.to_table``: the stream's records as table updates (Kafka's
+    ``toTable``, KIP-523), repartitioned first when a key-changing operation came before. The
+    table gets a store (with its own changelog) when ``materialized`` names one, or when an
+    operator downstream needs one, as a source table does."""
+    from streamtide.dsl.ktable import KTable
+
+    builder = stream.builder
+    materialized = materialized or Materialized()
+    name = named or builder.new_name("KSTREAM-TOTABLE-")
+    named_store = materialized.store_name is not None
+    if not named_store:
+        materialized = replace(
+            materialized, store_name=builder.new_name("KSTREAM-TOTABLE-STATE-STORE-")
+        )
+    key_serde = materialized.key_serde or stream.key_serde
+    value_serde = materialized.value_serde or stream.value_serde
+    if stream.repartition_required:
+        stream = stream.through_repartition_topic(name, key_serde, value_serde)
+    origin = SourceOrigin(builder, name, None, materialized, key_serde, value_serde)
+    builder.topology.add_processor(name, origin.operator, stream.node)
+    if named_store:
+        origin.materialize()
+    return KTable(builder, name, origin.store_name, key_serde, value_serde, origin=origin)

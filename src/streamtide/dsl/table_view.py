@@ -30,6 +30,7 @@ from streamtide.processor.api import ProcessorContext
 from streamtide.serde import Serde
 from streamtide.state.stores import KeyValueBytesStoreSupplier, KeyValueStoreBuilder
 from streamtide.state.timestamped import ValueAndTimestamp
+from streamtide.state.versioned import VersionedKeyValueStoreBuilder
 
 if TYPE_CHECKING:
     from streamtide.dsl.builder import StreamsBuilder
@@ -39,15 +40,22 @@ if TYPE_CHECKING:
 Getter = Callable[[Any], "ValueAndTimestamp | None"]
 
 
+#: ``getter(key, as_of) -> ValueAndTimestamp | None``: a versioned table's value of a key
+#: at a time
+AsOfGetter = Callable[[Any, int], "ValueAndTimestamp | None"]
+
+
 @dataclass(frozen=True)
 class TableView:
     """The stores a lookup needs and how to make the lookup in a task; ``store``: the
     timestamped store holding exactly the table's values, when a lookup only reads it (a
-    batch operator may then read it directly, each key once: ``dsl.join_lookup``)."""
+    batch operator may then read it directly, each key once: ``dsl.join_lookup``);
+    ``make_as_of``: for a versioned table, how to look a key up as of a time."""
 
     store_names: tuple[str, ...]
     make: Callable[[ProcessorContext], Getter]
     store: str | None = None
+    make_as_of: Callable[[ProcessorContext], AsOfGetter] | None = None
 
 
 def store_view(store_name: str) -> TableView:
@@ -59,11 +67,25 @@ def store_view(store_name: str) -> TableView:
     return TableView((store_name,), make, store_name)
 
 
+def versioned_view(store_name: str) -> TableView:
+    """Look keys up in a versioned store: the latest version, or the one valid at a time."""
+
+    def make(context: ProcessorContext) -> Getter:
+        return context.get_state_store(store_name).get_with_timestamp  # type: ignore[no-any-return]
+
+    def make_as_of(context: ProcessorContext) -> AsOfGetter:
+        return context.get_state_store(store_name).get_as_of_with_timestamp  # type: ignore[no-any-return]
+
+    return TableView((store_name,), make, None, make_as_of)
+
+
 def check_lookups(builder: StreamsBuilder, view: TableView, what: str) -> None:
     """Refuse a lookup in a store that is not a table's timestamped key-value store (a
     windowed aggregation's window or session store cannot be looked up by key)."""
     for name in view.store_names:
         store = builder.topology.store_builder(name)
+        if isinstance(store, VersionedKeyValueStoreBuilder):
+            continue
         if not (isinstance(store, KeyValueStoreBuilder) and store.timestamped):
             raise TopologyError(
                 f"{what} needs a key-value table; store {name!r} belongs to a windowed "
@@ -80,7 +102,15 @@ def mapped_view(
         get = parent.make(context)
         return lambda key: compute(key, get(key))
 
-    return TableView(parent.store_names, make)
+    parent_as_of = parent.make_as_of
+    if parent_as_of is None:
+        return TableView(parent.store_names, make)
+
+    def make_as_of(context: ProcessorContext) -> AsOfGetter:
+        get = parent_as_of(context)
+        return lambda key, as_of: compute(key, get(key, as_of))
+
+    return TableView(parent.store_names, make, None, make_as_of)
 
 
 def table_store(
@@ -98,6 +128,25 @@ def table_store(
         materialized.value_serde or value_serde,
         logging_enabled=materialized.logging_enabled,
         timestamped=True,
+    )
+
+
+def source_table_store(
+    builder: StreamsBuilder,
+    materialized: Materialized,
+    key_serde: Serde | None,
+    value_serde: Serde | None,
+) -> KeyValueStoreBuilder | VersionedKeyValueStoreBuilder:
+    """The store of a source table or ``to_table``: versioned when ``materialized`` gives a
+    versioned supplier, else timestamped."""
+    versioned = materialized.versioned
+    if versioned is None:
+        return table_store(builder, materialized, "", key_serde, value_serde)
+    return VersionedKeyValueStoreBuilder(
+        versioned,
+        materialized.key_serde or key_serde,
+        materialized.value_serde or value_serde,
+        logging_enabled=materialized.logging_enabled,
     )
 
 

@@ -112,7 +112,7 @@ class _WindowedKStream:
         make_processor: Callable[[str, bool], Any],
     ) -> KTable:
         store_name = materialized.store_name or self.builder.new_name(f"{prefix}STATE-STORE-")
-        source = self.grouped.source_for(store_name)
+        parents = self.grouped.parent_nodes(store_name, named_of(named))
         node = named_of(named) or self.builder.new_name(prefix)
         key_serde = materialized.key_serde or self.grouped.key_serde
         value_serde = materialized.value_serde or value_serde
@@ -122,7 +122,7 @@ class _WindowedKStream:
             store.with_logging_disabled()  # type: ignore[attr-defined]
         topology = self.builder.topology
         caching = materialized.caching_enabled
-        topology.add_processor(node, lambda: make_processor(store_name, caching), source.node)
+        topology.add_processor(node, lambda: make_processor(store_name, caching), *parents)
         topology.add_state_store(store, node)
         if self._final:
             topology.add_state_store(
@@ -288,7 +288,7 @@ class SessionWindowedKStream(_WindowedKStream):
     def __init__(self, grouped: KGroupedStream, windows: SessionWindows) -> None:
         super().__init__(grouped)
         self.windows = windows
-        self._close_after_ms = windows.retention_ms  # gap + grace
+        self._close_after_ms = windows.close_after_ms  # gap + grace
 
     def _retention(self, materialized: Materialized) -> int:
         """``Materialized.with_retention`` if given, else ``SessionWindows.until``; >= gap."""
@@ -314,10 +314,11 @@ class SessionWindowedKStream(_WindowedKStream):
         materialized = materialized or Materialized()
         windows = self.windows
         retention = self._retention(materialized)
-        if self._final and retention < windows.retention_ms:
+        if self._final and retention < windows.close_after_ms:
             raise ValueError(
                 f"session store retention ({retention} ms) must be at least the sessions' "
-                f"gap plus grace ({windows.retention_ms} ms) with EmitStrategy.on_window_close():"
+                f"gap plus grace ({windows.close_after_ms} ms) with "
+                "EmitStrategy.on_window_close():"
                 " a session must still be stored when it closes"
             )
 

@@ -89,12 +89,21 @@ class TimeWindows:
 class SessionWindows:
     """Sessions of activity separated by at least ``gap`` of inactivity, per key.
 
-    ``retention`` bounds how long a session is kept after its end (so late records can still
-    merge into it); it must be at least the gap.
+    Two rules for late records (SEMANTICS section 5):
+
+    - windows built with ``with_inactivity_gap(gap)`` (and ``.until(retention)``) have no
+      grace of their own: sessions are kept for ``retention`` after their end, and a late
+      record that merges with none of them still makes a (not stored) one-record session;
+    - windows built with ``of_inactivity_gap_and_grace(gap, grace)`` (or
+      ``of_inactivity_gap_with_no_grace``) follow Kafka's grace rule: a record whose merged
+      session ends before ``stream_time - gap - grace`` is dropped; ``.until(r)`` then only
+      sets how long the store keeps sessions (``r >= gap + grace``).
     """
 
     gap_ms: int
     retention_ms: int = DEFAULT_RETENTION_MS
+    #: the grace given to ``of_inactivity_gap_and_grace`` (None: the seed's rule)
+    declared_grace_ms: int | None = None
 
     @classmethod
     def with_inactivity_gap(cls, gap: Duration) -> SessionWindows:
@@ -104,36 +113,51 @@ class SessionWindows:
 
     @classmethod
     def of_inactivity_gap_and_grace(cls, gap: Duration, grace: Duration) -> SessionWindows:
-        """Sessions closed by ``gap`` that still merge late records for ``grace``: kept for
-        ``gap + grace`` after their end (``until(gap + grace)``)."""
-        sessions = cls.with_inactivity_gap(gap)
+        """Sessions closed by ``gap`` that still merge records ``grace`` after ``end + gap``;
+        a record later than that is dropped (``dropped-records``). Kept for ``gap + grace``."""
+        ms = _positive(gap, "inactivity gap")
         grace_ms = to_millis(grace, "grace period")
         if grace_ms < 0:
             raise ValueError(f"grace period must not be negative, got {grace_ms} ms")
-        return sessions.until(sessions.gap_ms + grace_ms)
+        return cls(ms, ms + grace_ms, grace_ms)
 
     @classmethod
     def of_inactivity_gap_with_no_grace(cls, gap: Duration) -> SessionWindows:
-        """Sessions closed by ``gap`` that accept no late records (``until(gap)``)."""
+        """Sessions closed by ``gap`` that accept no late records (grace 0)."""
         return cls.of_inactivity_gap_and_grace(gap, 0)
 
     @property
     def grace_ms(self) -> int:
-        """How long after ``end + gap`` a session still merges records: retention - gap."""
+        """How long after ``end + gap`` a session still merges records: the declared grace,
+        or, for windows without one, retention - gap."""
+        if self.declared_grace_ms is not None:
+            return self.declared_grace_ms
         return self.retention_ms - self.gap_ms
 
+    @property
+    def close_after_ms(self) -> int:
+        """A session is closed once stream time is past ``end + close_after_ms``."""
+        return self.gap_ms + self.grace_ms
+
     def until(self, retention: Duration) -> SessionWindows:
-        """Keep sessions for ``retention`` of stream time after their end (>= the gap)."""
+        """Keep sessions for ``retention`` of stream time after their end (>= the gap, and
+        >= gap + grace for windows with a grace)."""
         ms = to_millis(retention, "session retention")
         if ms < self.gap_ms:
             raise ValueError(
                 f"session retention ({ms} ms) must be at least the inactivity gap "
                 f"({self.gap_ms} ms): a shorter one would expire sessions that can still merge"
             )
+        if self.declared_grace_ms is not None and ms < self.close_after_ms:
+            raise ValueError(
+                f"session retention ({ms} ms) must be at least the gap plus grace "
+                f"({self.close_after_ms} ms): sessions must be kept while they accept records"
+            )
         return replace(self, retention_ms=ms)
 
     def __repr__(self) -> str:
-        return f"SessionWindows(gap={self.gap_ms} ms, retention={self.retention_ms} ms)"
+        grace = "" if self.declared_grace_ms is None else f", grace={self.declared_grace_ms} ms"
+        return f"SessionWindows(gap={self.gap_ms} ms, retention={self.retention_ms} ms{grace})"
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ from streamtide.engine.protocol import (
 from streamtide.engine.queryable import (
     ReadOnlyKeyValueStore,
     ReadOnlySessionStore,
+    ReadOnlyVersionedKeyValueStore,
     ReadOnlyWindowStore,
     ask_pinned_jobs,
     ask_work_units,
@@ -1093,11 +1094,17 @@ class StreamsApp:
 
     def store(
         self, name: str
-    ) -> ReadOnlyKeyValueStore | ReadOnlyWindowStore | ReadOnlySessionStore:
+    ) -> (
+        ReadOnlyKeyValueStore
+        | ReadOnlyWindowStore
+        | ReadOnlySessionStore
+        | ReadOnlyVersionedKeyValueStore
+    ):
         """A read-only view of store ``name`` over all its tasks, as of the last committed
         batch (docs/tables-and-joins.md, "Queryable state"): ``get``/``range``/``all``/
         ``approximate_num_entries`` for key-value stores, ``fetch`` for window and session
-        stores. The app must be running (``start``, or after ``run_until_caught_up``)."""
+        stores, ``get(key, as_of=None)`` for versioned stores. The app must be running
+        (``start``, or after ``run_until_caught_up``)."""
         self._check_queryable()
         partitions = {stage.subtopology: stage.partitions for stage in self.stages}
         route = store_route(self.topology, self.config, name, partitions)

@@ -28,6 +28,7 @@ from streamtide.runtime.store_query import QueryOp, StoreQuery, decode_bytes, en
 from streamtide.serde import Serde
 from streamtide.state.encoding import MAX_LONG, MIN_LONG
 from streamtide.state.queryable import QueryableKind, queryable_kind
+from streamtide.state.versioned import VersionedRecord
 from streamtide.window import Window, Windowed
 
 #: ``ask(store, op, args, task_ids) -> {task: answer}``: runs one query where the tasks live.
@@ -193,7 +194,22 @@ class ReadOnlySessionStore(_StoreView):
         ]
 
 
+class ReadOnlyVersionedKeyValueStore(_StoreView):
+    """A versioned table's store (KIP-889), as of its last committed batch."""
+
+    def get(self, key: Any, as_of: int | None = None) -> VersionedRecord[Any] | None:
+        """The latest committed version of ``key``, or with ``as_of`` the version valid at
+        that time (KIP-960); None when there is none (or it is older than the store's
+        history retention)."""
+        found = self._ask_key(key, QueryOp.GET, None if as_of is None else int(as_of))
+        if found is None:
+            return None
+        valid_from, valid_to, value = found
+        return VersionedRecord(self._value(value), int(valid_from), valid_to)
+
+
 _VIEWS: dict[QueryableKind, type[_StoreView]] = {
+    QueryableKind.VERSIONED: ReadOnlyVersionedKeyValueStore,
     QueryableKind.KEY_VALUE: ReadOnlyKeyValueStore,
     QueryableKind.WINDOW: ReadOnlyWindowStore,
     QueryableKind.SESSION: ReadOnlySessionStore,

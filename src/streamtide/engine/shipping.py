@@ -71,8 +71,13 @@ def ship_user_modules(topology: Topology) -> list[str]:
         targets: list[Any] = []
         if isinstance(node, ProcessorNodeDef) and node.supplier is not None:
             targets = _referenced(node.supplier)
-        elif isinstance(node, SinkNodeDef) and node.partitioner is not None:
-            targets = _referenced(node.partitioner)
+        elif isinstance(node, SinkNodeDef):
+            targets = [
+                target
+                for function in (node.partitioner, node.topic_extractor)
+                if function is not None
+                for target in _referenced(function)
+            ]
         for target in targets:
             module_name = getattr(target, "__module__", None)
             if not isinstance(module_name, str):

@@ -9,6 +9,7 @@ from streamtide.processor.api import (
     StoreBuilder,
 )
 from streamtide.processor.punctuation import PunctuationQueue, PunctuationSchedule
+from streamtide.processor.topic_name import RecordContext, TopicNameExtractor
 from streamtide.processor.topology import SubTopology, Topology
 
 __all__ = [
@@ -18,8 +19,10 @@ __all__ = [
     "PunctuationQueue",
     "PunctuationSchedule",
     "PunctuationType",
+    "RecordContext",
     "StateStore",
     "StoreBuilder",
     "SubTopology",
+    "TopicNameExtractor",
     "Topology",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from streamtide.processor.nodes import ProcessorNodeDef, SinkNodeDef, SourceNodeDef
+from streamtide.processor.topic_name import describe_chooser
 
 if TYPE_CHECKING:
     from streamtide.processor.topology import Topology
@@ -26,6 +27,9 @@ class TopologyDescription:
                     lines.append(f"    Source: {node.name} (topics: [{', '.join(node.topics)}])")
                 elif isinstance(node, ProcessorNodeDef):
                     lines.append(f"    Processor: {node.name} (stores: [{', '.join(node.stores)}])")
+                elif isinstance(node, SinkNodeDef) and node.topic_extractor is not None:
+                    chooser = describe_chooser(node.topic_extractor)
+                    lines.append(f"    Sink: {node.name} (extractor: {chooser})")
                 elif isinstance(node, SinkNodeDef):
                     lines.append(f"    Sink: {node.name} (topic: {node.topic})")
                 if not isinstance(node, SinkNodeDef):
@@ -52,7 +56,7 @@ class TopologyDescription:
                 lines.append(f'    {node_id}["{_label(node.name)}"]')
                 if isinstance(node, SourceNodeDef):
                     edges += [f"  {ids.of('t', t)} --> {node_id}" for t in node.topics]
-                elif isinstance(node, SinkNodeDef):
+                elif isinstance(node, SinkNodeDef) and node.topic:
                     edges.append(f"  {node_id} --> {ids.of('t', node.topic)}")
                 if isinstance(node, ProcessorNodeDef):
                     edges += [f"  {node_id} -.- {ids.of('s', store)}" for store in node.stores]

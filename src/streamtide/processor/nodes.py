@@ -37,7 +37,11 @@ class ProcessorNodeDef(NodeDef):
 
 @dataclass
 class SinkNodeDef(NodeDef):
+    """A sink writes to ``topic``, or, with ``topic_extractor``, to the topic it names for
+    each record (``topic`` is then empty: the sink writes no topic known when building)."""
+
     topic: str = ""
     key_serde: Serde | None = None
     value_serde: Serde | None = None
     partitioner: Partitioner | None = None
+    topic_extractor: Callable[[Any, Any, Any], str] | None = None

@@ -19,6 +19,7 @@ from streamtide.processor.nodes import (
     SinkNodeDef,
     SourceNodeDef,
 )
+from streamtide.processor.topic_name import TopicChooser, extractor_function
 from streamtide.serde import Serde
 from streamtide.timestamp_extractor import TimestampExtractor
 
@@ -145,18 +146,29 @@ class Topology:
     def add_sink(
         self,
         name: str,
-        topic: str,
+        topic: str | TopicChooser,
         *parents: str,
         key_serde: Serde | None = None,
         value_serde: Serde | None = None,
         partitioner: Partitioner | None = None,
     ) -> Topology:
-        """Write records from ``parents`` to ``topic``."""
+        """Write records from ``parents`` to ``topic``: a topic name, or a
+        ``TopicNameExtractor`` (or function) choosing the topic per record
+        (``processor.topic_name``)."""
         self._check_new(name)
-        if not isinstance(topic, str) or not topic:
+        extractor = None
+        if not isinstance(topic, str):
+            extractor = extractor_function(topic, name)
+            topic = ""
+        elif not topic:
             raise TopologyError(f"sink {name!r} needs a topic name, got {topic!r}")
         node = SinkNodeDef(
-            name, topic=topic, key_serde=key_serde, value_serde=value_serde, partitioner=partitioner
+            name,
+            topic=topic,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            partitioner=partitioner,
+            topic_extractor=extractor,
         )
         self._connect(node, parents)
         self._nodes[name] = node
@@ -291,7 +303,11 @@ class Topology:
     def sink_topics(self) -> list[str]:
         out = []
         for node in self._nodes.values():
-            if isinstance(node, SinkNodeDef) and node.topic not in self.internal_topics:
+            if (
+                isinstance(node, SinkNodeDef)
+                and node.topic
+                and node.topic not in self.internal_topics
+            ):
                 out.append(node.topic)
         return out
 
@@ -347,7 +363,7 @@ class Topology:
                     f"nodes {[n.name for n in nodes]} are not reachable from any source"
                 )
             sources = [t for n in nodes if isinstance(n, SourceNodeDef) for t in n.topics]
-            sinks = [n.topic for n in nodes if isinstance(n, SinkNodeDef)]
+            sinks = [n.topic for n in nodes if isinstance(n, SinkNodeDef) and n.topic]
             stores = []
             for n in nodes:
                 if isinstance(n, ProcessorNodeDef):

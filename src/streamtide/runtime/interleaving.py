@@ -9,7 +9,8 @@ unless two things under one node interact through something both reach:
 - **converging paths**: a node reached from two children (a merge after a split, a
   self-join): it would see the rows in another order;
 - **a store used by both**: one side would read the other's writes of later rows;
-- **one sink topic written by both**: the topic's records would come in another order.
+- **one sink topic written by both**: the topic's records would come in another order (a
+  sink that chooses its topic per record may write any topic).
 
 Such a node (``depth_first``) hands each of its output rows to all its children before the
 next row. And a node that shares a store with a node below it (a node reading what an
@@ -53,7 +54,7 @@ def depth_first_nodes(subtopology: SubTopology, resolve: Callable[[str], str]) -
             node = nodes[name]
             stores.update(_stores(node))
             if isinstance(node, SinkNodeDef):
-                sinks.add(resolve(node.topic))
+                sinks.add(resolve(node.topic) if node.topic else ANY_TOPIC)
         return names, stores, sinks
 
     marked: set[str] = set()
@@ -61,7 +62,7 @@ def depth_first_nodes(subtopology: SubTopology, resolve: Callable[[str], str]) -
         if len(node.children) > 1:
             prints = [footprint(reachable(child)) for child in node.children]
             if any(
-                a_nodes & b_nodes or a_stores & b_stores or a_sinks & b_sinks
+                a_nodes & b_nodes or a_stores & b_stores or _may_share(a_sinks, b_sinks)
                 for (a_nodes, a_stores, a_sinks), (b_nodes, b_stores, b_sinks) in combinations(
                     prints, 2
                 )
@@ -74,6 +75,17 @@ def depth_first_nodes(subtopology: SubTopology, resolve: Callable[[str], str]) -
                 marked.update(node.parents)
                 marked.add(node.name)
     return marked
+
+
+#: What a sink choosing its topic per record may write: any topic.
+ANY_TOPIC = "\x00any topic"
+
+
+def _may_share(a_sinks: set[str], b_sinks: set[str]) -> bool:
+    """Whether two sets of sinks may write one topic (a per-record topic may be any)."""
+    if a_sinks & b_sinks:
+        return True
+    return bool(a_sinks and b_sinks) and (ANY_TOPIC in a_sinks or ANY_TOPIC in b_sinks)
 
 
 def _stores(node: NodeDef) -> list[str]:

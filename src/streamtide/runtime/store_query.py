@@ -24,7 +24,8 @@ from streamtide.state.queryable import QueryableKind, committed_view, queryable_
 class QueryOp(enum.Enum):
     """What a query asks of each task's store."""
 
-    GET = "get"  # key -> value or None
+    GET = "get"  # key -> value or None; versioned: key, as_of (None: latest) ->
+    #              [valid_from, valid_to, value] or None
     RANGE = "range"  # from_key, to_key (inclusive, None: open) -> [(key, value)] by key
     ALL = "all"  # -> [(key, value)] by key
     COUNT = "count"  # -> approximate number of entries
@@ -71,6 +72,12 @@ def answer_on(store: Any, kind: QueryableKind, query: StoreQuery, stream_time: i
         if op in (QueryOp.RANGE, QueryOp.ALL):
             bounds = (None, None) if op is QueryOp.ALL else (decode_bytes(a) for a in args)
             return [[encode_bytes(k), encode_bytes(v)] for k, v in view.range(*bounds)]
+    elif op is QueryOp.GET and kind is QueryableKind.VERSIONED:
+        key, as_of = decode_bytes(args[0]), args[1]
+        found = view.get_latest_raw(key) if as_of is None else view.get_as_of_raw(key, as_of)
+        if found is None:
+            return None
+        return [found.timestamp, found.valid_to, encode_bytes(found.value)]
     elif op is QueryOp.FETCH and kind is QueryableKind.WINDOW:
         key, time_from, time_to = decode_bytes(args[0]), int(args[1]), int(args[2])
         found = view.fetch(key, time_from, time_to)

@@ -35,6 +35,7 @@ from streamtide.errors import SerdeError, UserCodeError, from_infrastructure
 from streamtide.handlers import Handler, ProcessingHandlerResponse
 from streamtide.processor.api import PunctuationType, StateStore
 from streamtide.processor.nodes import ProcessorNodeDef, SinkNodeDef, SourceNodeDef
+from streamtide.processor.operator import ColumnOperator
 from streamtide.processor.punctuation import PunctuationQueue, PunctuationSchedule
 from streamtide.processor.topology import Topology
 from streamtide.runtime.adapter import adapt
@@ -48,7 +49,7 @@ from streamtide.runtime.node_context import NodeContext
 from streamtide.runtime.pieces import PieceRunner, SourceInput
 from streamtide.runtime.record_errors import RecordErrors
 from streamtide.runtime.row_failures import Failures
-from streamtide.runtime.sink import SinkOperator
+from streamtide.runtime.sink import SinkOperator, TopicChoosingSink
 from streamtide.runtime.source import SourceNode
 from streamtide.runtime.stamping import SourceStamper
 from streamtide.runtime.store_context import DelegatingStoreContext
@@ -196,17 +197,7 @@ class StreamTask:
                 node = Node(definition.name, definition.stores, failures)
             elif isinstance(definition, SinkNodeDef):
                 node = Node(definition.name, (), failures)
-                node.attach(
-                    SinkOperator(
-                        definition,
-                        self.resolve(definition.topic),
-                        resolve_serde(definition.key_serde, self.default_key_serde),
-                        resolve_serde(definition.value_serde, self.default_value_serde),
-                        self.collector,
-                        uses_default_serdes=definition.key_serde is None
-                        or definition.value_serde is None,
-                    )
-                )
+                node.attach(self._sink_operator(definition))
             self._nodes[definition.name] = node
         for definition in self.subtopology.nodes:
             for child in definition.children:
@@ -228,6 +219,22 @@ class StreamTask:
                 task_id=self.task_id,
                 node=definition.name,
             ) from error
+
+    def _sink_operator(self, definition: SinkNodeDef) -> ColumnOperator:
+        """The operator of a sink: to one topic, or to the topic chosen per record."""
+        key_serde = resolve_serde(definition.key_serde, self.default_key_serde)
+        value_serde = resolve_serde(definition.value_serde, self.default_value_serde)
+        defaults = definition.key_serde is None or definition.value_serde is None
+        if definition.topic_extractor is not None:
+            return TopicChoosingSink(definition, key_serde, value_serde, self.collector, defaults)
+        return SinkOperator(
+            definition,
+            self.resolve(definition.topic),
+            key_serde,
+            value_serde,
+            self.collector,
+            uses_default_serdes=defaults,
+        )
 
     def _add_stamper(self, extractor: TimestampExtractor, topic: str) -> None:
         key = offset_key(topic, self.partition)

@@ -14,6 +14,12 @@ from streamtide.state.stores import (
 )
 from streamtide.state.timestamped import NO_TIMESTAMP, ValueAndTimestamp
 from streamtide.state.typed import SerdeKeyValueStore, TimestampedKeyValueStore
+from streamtide.state.versioned import (
+    ResultOrder,
+    VersionedKeyValueStore,
+    VersionedKeyValueStoreBuilder,
+    VersionedRecord,
+)
 from streamtide.state.window_store import TimestampedWindowStore, WindowStore
 
 __all__ = [
@@ -25,6 +31,7 @@ __all__ = [
     "KeyValueBytesStoreSupplier",
     "KeyValueStore",
     "KeyValueStoreBuilder",
+    "ResultOrder",
     "RocksDBKeyValueBytesStore",
     "SerdeKeyValueStore",
     "SessionStore",
@@ -32,6 +39,9 @@ __all__ = [
     "TimestampedKeyValueStore",
     "TimestampedWindowStore",
     "ValueAndTimestamp",
+    "VersionedKeyValueStore",
+    "VersionedKeyValueStoreBuilder",
+    "VersionedRecord",
     "WindowStore",
     "key_value_store_kinds",
 ]

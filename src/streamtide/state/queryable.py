@@ -3,9 +3,10 @@ committed entries (the engine's interactive queries, docs/tables-and-joins.md).
 
 A logged store keeps a batch's writes in buffers above its local store until they are
 committed (``state.changelogging``), so the local store below those buffers holds committed
-data only. ``committed_view`` lays a store's layout (key-value, window or session) over that
-local store with bytes serdes: the caller gets serialized keys and values and decodes them
-with the store's own serdes wherever it likes (the driver, for queries on the engine).
+data only. ``committed_view`` lays a store's layout (key-value, versioned, window or session)
+over that local store with bytes serdes: the caller gets serialized keys and values and
+decodes them with the store's own serdes wherever it likes (the driver, for queries on the
+engine).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from streamtide.state.layout import SerdeLayoutStore
 from streamtide.state.segments import SegmentedLayoutStore, Segments
 from streamtide.state.session_store import SessionStoreBuilder
 from streamtide.state.stores import KeyValueStoreBuilder
+from streamtide.state.versioned import VersionedKeyValueStoreBuilder
 from streamtide.state.window_store import WindowStoreBuilder
 
 
@@ -32,6 +34,7 @@ class QueryableKind(enum.Enum):
     KEY_VALUE = "key_value"
     WINDOW = "window"
     SESSION = "session"
+    VERSIONED = "versioned_key_value"
 
 
 def queryable_kind(builder: Any) -> QueryableKind | None:
@@ -42,6 +45,8 @@ def queryable_kind(builder: Any) -> QueryableKind | None:
         return None
     if isinstance(builder, KeyValueStoreBuilder):
         return QueryableKind.KEY_VALUE
+    if isinstance(builder, VersionedKeyValueStoreBuilder):
+        return QueryableKind.VERSIONED
     if isinstance(builder, JoinWindowStoreBuilder):
         return None
     if isinstance(builder, WindowStoreBuilder):

@@ -12,6 +12,10 @@ from streamtide.time import Duration, non_negative_millis
 
 if TYPE_CHECKING:
     from streamtide.state.session_store import SessionStoreBuilder
+    from streamtide.state.versioned import (
+        VersionedBytesStoreSupplier,
+        VersionedKeyValueStoreBuilder,
+    )
     from streamtide.state.window_store import WindowStoreBuilder
 from streamtide.state.api import KeyValueBytesStore
 from streamtide.state.changelogging import ChangeLoggingKeyValueBytesStore
@@ -106,6 +110,24 @@ class KeyValueStoreBuilder(SupplierStoreBuilder):
         return store(self._inner(), self.key_serde, self.value_serde)
 
 
+def _versioned_supplier(
+    name: str, kind: str, history_retention: Duration, segment_interval: Duration | None
+) -> VersionedBytesStoreSupplier:
+    from streamtide.state.versioned import VersionedBytesStoreSupplier
+    from streamtide.state.versioned_format import default_segment_interval
+
+    retention = non_negative_millis(history_retention, "history_retention")
+    if segment_interval is None:
+        interval = default_segment_interval(retention)
+    else:
+        interval = non_negative_millis(segment_interval, "segment_interval")
+        if interval < 1:
+            raise ValueError("segment_interval must be positive")
+    return VersionedBytesStoreSupplier(
+        _check_name(name), kind, history_retention_ms=retention, segment_interval_ms=interval
+    )
+
+
 def _check_name(name: str) -> str:
     if not isinstance(name, str) or not name:
         raise TopologyError(f"a store needs a non-empty name, got {name!r}")
@@ -122,6 +144,43 @@ class Stores:
     @staticmethod
     def persistent_key_value_store(name: str) -> KeyValueBytesStoreSupplier:
         return KeyValueBytesStoreSupplier(_check_name(name), "rocksdb")
+
+    @staticmethod
+    def persistent_versioned_key_value_store(
+        name: str, history_retention: Duration, segment_interval: Duration | None = None
+    ) -> VersionedBytesStoreSupplier:
+        """A RocksDB-backed versioned key-value store (KIP-889) keeping old versions for
+        ``history_retention``, which is also how late a write may come (its grace period);
+        ``segment_interval`` defaults to Kafka Streams' choice for that retention."""
+        return _versioned_supplier(name, "rocksdb", history_retention, segment_interval)
+
+    @staticmethod
+    def in_memory_versioned_key_value_store(
+        name: str, history_retention: Duration, segment_interval: Duration | None = None
+    ) -> VersionedBytesStoreSupplier:
+        """``persistent_versioned_key_value_store`` kept in memory (restored from its
+        changelog whenever its task opens)."""
+        return _versioned_supplier(name, "in_memory", history_retention, segment_interval)
+
+    @staticmethod
+    def versioned_key_value_store_builder(
+        supplier: VersionedBytesStoreSupplier,
+        key_serde: Serde | None = None,
+        value_serde: Serde | None = None,
+    ) -> VersionedKeyValueStoreBuilder:
+        """A builder of versioned stores for processors (``put(key, value, timestamp)``,
+        ``get(key)``, ``get(key, as_of)``, ``delete(key, timestamp)``)."""
+        from streamtide.state.versioned import (
+            VersionedBytesStoreSupplier,
+            VersionedKeyValueStoreBuilder,
+        )
+
+        if not isinstance(supplier, VersionedBytesStoreSupplier):
+            raise TopologyError(
+                f"versioned_key_value_store_builder needs a versioned store supplier "
+                f"(Stores.persistent_versioned_key_value_store), got {supplier!r}"
+            )
+        return VersionedKeyValueStoreBuilder(supplier, key_serde, value_serde)
 
     @staticmethod
     def session_store_builder(

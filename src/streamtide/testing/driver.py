@@ -210,6 +210,10 @@ class TopologyTestDriver:
     def get_key_value_store(self, name: str) -> Any:
         return self._typed_store(name, "key_value")
 
+    def get_versioned_key_value_store(self, name: str) -> Any:
+        """A versioned store (``get(key)``, ``get(key, as_of)``, ``get_versions``)."""
+        return self._typed_store(name, "versioned_key_value")
+
     def get_window_store(self, name: str) -> Any:
         return self._typed_store(name, "window")
 
