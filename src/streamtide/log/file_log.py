@@ -370,10 +370,8 @@ class FileLog(Log):
                     removed += part.abort_by_prefix(writer_prefix)
         with self._lock:
             return removed + self._upkeep.abort(
-                lambda shared: (
-                    shared.writer_id.startswith(writer_prefix)
-                    and (wanted is None or {s.topic for s in shared.slices} <= set(wanted))
-                )
+                lambda writer: writer.startswith(writer_prefix),
+                lambda shared: wanted is None or {s.topic for s in shared.slices} <= set(wanted),
             )
 
     def truncate_before(self, topic: str, partition: int, offset: int) -> int:
@@ -392,7 +390,7 @@ class FileLog(Log):
         batch decided) and of which no slice is sealed; returns how many slices went."""
         self._check_open()
         with self._lock:
-            return self._upkeep.abort(lambda shared: decided(shared.writer_id))
+            return self._upkeep.abort(decided)
 
     def list_unsealed_shared(self) -> list[str]:
         """Shared files of which no slice is sealed (file-log specific): what a sweep of

@@ -83,7 +83,6 @@ class SharedFile:
     name: str
     writer_id: str
     slices: tuple[SliceInfo, ...]
-    crc32: int
 
     def partitions(self) -> set[tuple[str, int]]:
         return {(s.topic, s.partition) for s in self.slices}
@@ -102,6 +101,7 @@ class SharedSegments:
     def __init__(self, storage: LocalStorage) -> None:
         self.storage = storage
         self._known: OrderedDict[str, SharedFile] = OrderedDict()
+        self._crcs: OrderedDict[str, int] = OrderedDict()
         self._dir_made = False
 
     def path(self, file: str) -> str:
@@ -131,30 +131,37 @@ class SharedSegments:
     # -- reading -----------------------------------------------------------------------------
 
     def describe(self, file: str) -> SharedFile:
-        """The file's slices and crc32 (read once per handle). FileNotFoundError if it is gone;
-        SegmentError if it is not a whole shared file."""
+        """The file's slices (its footer, read once per handle). FileNotFoundError if it is
+        gone; SegmentError if it is not a whole shared file."""
         known = self._known.get(file)
         if known is not None:
             if not self.storage.exists(self.path(file)):
                 raise FileNotFoundError(self.storage.path(self.path(file)))
             self._known.move_to_end(file)
             return known
-        buffer = self.storage.read_buffer(self.path(file))
         try:
-            meta = self.storage.schema_of(buffer).metadata or {}
+            meta = self.storage.read_schema(self.path(file)).metadata or {}
             if meta.get(_META_FORMAT) != _FORMAT_VERSION:
                 raise ValueError("not a shared segment file of this format")
             slices = tuple(
                 SliceInfo(str(t), int(p), str(w), int(n))
                 for t, p, w, n in json.loads(meta[_META_SLICES])
             )
-            described = SharedFile(file, meta[_META_WRITER].decode(), slices, zlib.crc32(buffer))
+            described = SharedFile(file, meta[_META_WRITER].decode(), slices)
+        except FileNotFoundError:
+            raise
         except (pa.ArrowInvalid, OSError, ValueError, KeyError, TypeError) as e:
             raise SegmentError(f"shared segment {self.path(file)} is unreadable: {e}") from e
-        self._known[file] = described
-        if len(self._known) > _KNOWN_FILES:
-            self._known.popitem(last=False)
+        _remember(self._known, file, described)
         return described
+
+    def crc32(self, file: str) -> int:
+        """The crc32 of the whole file (computed once per handle: the file is immutable)."""
+        crc = self._crcs.get(file)
+        if crc is None:
+            crc = zlib.crc32(self.storage.read_buffer(self.path(file)))
+            _remember(self._crcs, file, crc)
+        return crc
 
     def inspect(self, name: str, topic: str, partition: int) -> tuple[int, int]:
         """Record count and file crc32 of slice ``name``, which must belong to ``topic``/
@@ -167,7 +174,11 @@ class SharedSegments:
                 f"shared segment {self.path(file)} does not exist (never written, aborted or "
                 "truncated)"
             ) from None
-        return _slice_of(described, index, topic, partition).record_count, described.crc32
+        count = _slice_of(described, index, topic, partition).record_count
+        try:
+            return count, self.crc32(file)
+        except FileNotFoundError:
+            raise SegmentError(f"shared segment {self.path(file)} was deleted meanwhile") from None
 
     def read_slice(
         self, name: str, topic: str, partition: int, crc32: int | None = None
@@ -176,11 +187,11 @@ class SharedSegments:
         FileNotFoundError if the file is gone; SegmentError if it is damaged."""
         file, index = _parsed(name)
         described = self.describe(file)
-        if crc32 is not None and described.crc32 != crc32:
+        actual = None if crc32 is None else self.crc32(file)
+        if actual is not None and actual != crc32:
             raise SegmentError(
                 f"shared segment file {self.storage.path(self.path(file))} fails its checksum "
-                f"(crc32 {described.crc32:08x}, sealed as {crc32:08x}): it is damaged and is "
-                "not read"
+                f"(crc32 {actual:08x}, sealed as {crc32:08x}): it is damaged and is not read"
             )
         info = _slice_of(described, index, topic, partition)
         buffer = self.storage.read_buffer(self.path(file))
@@ -210,6 +221,7 @@ class SharedSegments:
 
     def delete(self, file: str) -> bool:
         self._known.pop(file, None)
+        self._crcs.pop(file, None)
         return self.storage.delete_file(self.path(file))
 
 
@@ -250,16 +262,24 @@ class SharedUpkeep:
                 out.append(described)
         return out
 
-    def abort(self, decided: Callable[[SharedFile], bool]) -> int:
-        """Delete the files ``decided`` accepts of which no slice is sealed; returns how
-        many slices went."""
+    def abort(
+        self,
+        writer_decided: Callable[[str], bool],
+        accept: Callable[[SharedFile], bool] = lambda shared: True,
+    ) -> int:
+        """Delete the files whose writer ``writer_decided`` (read from the file name, so
+        other files are not opened) and ``accept`` accept, of which no slice is sealed;
+        returns how many slices went."""
         removed = 0
         for file in self.shared.files():
+            writer = writer_of(file)
+            if writer is None or not writer_decided(writer):
+                continue
             try:
                 described = self.shared.describe(file)
             except (FileNotFoundError, SegmentError):
                 continue  # deleted meanwhile, or a damaged leftover a sweep must not stop on
-            if decided(described) and self.delete_if_dead(file):
+            if accept(described) and self.delete_if_dead(file):
                 removed += len(described.slices)
         return removed
 
@@ -271,6 +291,12 @@ class SharedUpkeep:
             for file in self.shared.files()
             if self.shared.age_s(file, now_ns) > max_age_s
         )
+
+
+def _remember(cache: OrderedDict, key: str, value: object) -> None:
+    cache[key] = value
+    if len(cache) > _KNOWN_FILES:
+        cache.popitem(last=False)
 
 
 def _one_batch(table: pa.Table) -> pa.RecordBatch:
