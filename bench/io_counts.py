@@ -1,6 +1,7 @@
 """Counts of what a batch writes, for the benchmarks only: fsyncs (and their time), segment
-files and bytes, manifest entries, log and store checkpoints, application-directory records,
-RocksDB write batches and WAL syncs, Kafka task commits and control-channel messages.
+files (a partition's own or one shared by many) and bytes, manifest entries, log and store
+checkpoints, application-directory records, RocksDB write batches and WAL syncs, Kafka task
+commits and control-channel messages.
 
 Nothing in the product changes: ``install`` wraps ``os.fsync`` and a few functions of the
 file log, the stores and the control channel in the process it runs in. The driver's process
@@ -175,7 +176,10 @@ def install(directory: Path) -> None:
     storage = sys.modules.get("streamtide.log.storage")
     cls = getattr(storage, "LocalStorage", None)
     if cls is not None:
-        _wrap_method(cls, "write_table", _after(counters, _segment_written))
+        # every segment file (a partition's own or a shared one) is written by write_batches
+        # (by write_table in releases before shared files)
+        written = "write_batches" if hasattr(cls, "write_batches") else "write_table"
+        _wrap_method(cls, written, _after(counters, _segment_written))
         _wrap_method(cls, "create_exclusive", _after(counters, _log_file_created))
         _wrap_method(cls, "write_bytes_atomic", _after(counters, _log_file_replaced))
     files = sys.modules.get("streamtide.files")
@@ -215,6 +219,7 @@ def _fsync_kind(fd: Any) -> str:
         return "fsync.directory"
     for part, kind in (
         ("/segments/", "fsync.segment"),
+        ("/.shared/", "fsync.segment"),
         ("/manifest/", "fsync.manifest"),
         ("/checkpoints/", "fsync.log_checkpoint"),
         (".checkpoint.json", "fsync.store_checkpoint"),

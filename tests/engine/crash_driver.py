@@ -26,7 +26,6 @@ from streamtide.engine.committer import BatchCommitter
 from streamtide.engine.kafka_committer import KafkaBatchCommitter
 from streamtide.log.kafka_transaction import KafkaTransaction
 from streamtide.runtime.kafka_task_commit import KafkaTaskCommit
-from streamtide.runtime.segment_collector import SegmentCollector
 from streamtide.runtime.task_host import TaskHost
 from tests.engine.local_driver import LocalDriver
 from tests.engine.scenarios import engine_config
@@ -57,9 +56,9 @@ FILE_STEPS = (
     Step("offsets", AppDirectory, "create_offsets", meaning="the stage's ranges are recorded"),
     Step(
         "segments-written",
-        SegmentCollector,
-        "write_segments",
-        meaning="a task wrote its outputs and changelog as unsealed segments",
+        TaskHost,
+        "write_outputs",
+        meaning="a work unit wrote its tasks' outputs and changelogs as unsealed segments",
     ),
     Step("prepare", AppDirectory, "create_prepare", meaning="the prepare record names winners"),
     Step("seal-segment", "log", "seal", meaning="one segment is sealed, others not yet"),

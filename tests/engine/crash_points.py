@@ -184,7 +184,8 @@ def check_counts(result: dict[str, Any], expected: dict[str, int]) -> None:
 
 
 def leftovers(log_url: str, options: dict[str, str]) -> list[str]:
-    """Kafka: partitions with a transaction still open; file log: unsealed segments."""
+    """Kafka: partitions with a transaction still open; file log: unsealed segments (and
+    shared files of which no slice is sealed)."""
     log = open_log(log_url, **options)
     try:
         if log_url.startswith("kafka://"):
@@ -199,6 +200,6 @@ def leftovers(log_url: str, options: dict[str, str]) -> list[str]:
             for t in log.list_topics()
             for p in range(log.partitions(t))
             for s in log.list_unsealed(t, p)
-        ]
+        ] + log.list_unsealed_shared()
     finally:
         log.close()

@@ -82,6 +82,7 @@ class _Task:
         end = self.offset + len(records)
         writer = f"q/b{batch}/0_0/attempt"
         report = host.run_active("0_0", {"in": [self.offset, end]}, self.state, writer, batch)
+        host.write_outputs(f"q/b{batch}/unit/attempt")  # what the work unit does after its runs
         for data in report["segments"] if seal else ():
             ref = SegmentRef.from_dict(data)
             self.log.seal(ref.topic, ref.partition, ref, seal_id=f"q/{batch}/{ref.name}")

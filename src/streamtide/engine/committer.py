@@ -118,6 +118,12 @@ class BatchCommitter:
                     if batch is not None and batch <= last_batch:
                         self.log.abort_unsealed(topic, partition, ref)
                         removed += 1
+        removed += self.log.abort_unsealed_shared(
+            lambda writer: (
+                (batch := protocol.batch_of_writer(self.application_id, writer)) is not None
+                and batch <= last_batch
+            )
+        )
         if removed:
             log.info("deleted %d unsealed segment(s) of attempts that did not win", removed)
         return removed

@@ -33,7 +33,7 @@ def interleave_segments(
         for data in tasks[task]["segments"]:
             if data["topic"] in wanted:
                 groups.setdefault((data["topic"], data["partition"]), []).append((task, data))
-    merged = []
+    parts = []
     for (topic, partition), members in sorted(groups.items()):
         if len(members) < 2:
             continue
@@ -44,10 +44,8 @@ def interleave_segments(
             offsets.append(offsets[-1] + table.num_rows)
         combined = pa.concat_tables(tables)
         indices = pa.array([offsets[source] + row for source, row in order], pa.int64())
-        ref = log.write_segment(
-            topic, partition, combined.take(indices), writer_id=f"{writer_id}{topic}/{partition}"
-        )
-        merged.append(ref.as_dict())
+        parts.append((topic, partition, combined.take(indices), f"{writer_id}{topic}/{partition}"))
         for task, data in members:
             tasks[task]["segments"] = [s for s in tasks[task]["segments"] if s is not data]
-    return merged
+    # one file for every merged partition (``Log.write_segments``)
+    return [ref.as_dict() for ref in log.write_segments(parts, writer_id=f"{writer_id}merged")]

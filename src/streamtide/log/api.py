@@ -10,7 +10,7 @@ segment is sealed, so concurrent writers never collide and offsets stay dense.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
@@ -196,6 +196,22 @@ class Log(ABC):
         """Write an unsealed segment, invisible to readers until ``seal``. ``writer_id`` names
         the writer (for example ``"batch-12/0_3/attempt-1"``) so that a failed writer's
         segments can be found and aborted by prefix."""
+
+    def write_segments(
+        self, parts: Sequence[tuple[str, int, Records, str]], *, writer_id: str
+    ) -> list[SegmentRef]:
+        """``write_segment`` of many partitions at once: ``parts`` are ``(topic, partition,
+        records, writer id of that segment)``; returns their refs in order. A log may write
+        them as one file (the file log does: one file and one fsync for all), which
+        ``writer_id`` names; each ref is sealed, read and aborted like a segment of its own.
+        """
+        return [self.write_segment(t, p, records, writer_id=w) for t, p, records, w in parts]
+
+    def abort_unsealed_shared(self, decided: Callable[[str], bool]) -> int:
+        """Delete what ``write_segments`` wrote for writers that ``decided(writer_id)`` says
+        are done (dead, or their batch decided), where none of it is sealed; returns how many
+        segments went. Only for logs that share files between partitions (else 0)."""
+        return 0
 
     @abstractmethod
     def seal(self, topic: str, partition: int, segment: SegmentRef, *, seal_id: str) -> int:

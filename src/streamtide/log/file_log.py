@@ -8,6 +8,8 @@ On-disk layout under the root::
                                               truncates; names entry N-1's hash
     <topic>/<p>/checkpoints/<N>.json          state after entries 0..N-1 (speeds up opening)
     <topic>/<p>/head.json                     the newest entry written (detects lost entries)
+    .shared/<writer>+<id>.arrow               segments of many partitions in one file
+                                              (``shared_segments``), sealed by slice
 
 ``partition.Partition`` owns one partition directory; this module adds topics, argument
 checks, locking and the ``Log`` interface.
@@ -26,7 +28,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -41,9 +43,16 @@ from streamtide.log.errors import (
     UnknownPartitionError,
     UnknownTopicError,
 )
-from streamtide.log.manifest import SealedSegment
+from streamtide.log.manifest import PartitionState, SealedSegment
 from streamtide.log.partition import SUBDIRS, Partition, same_seal
 from streamtide.log.segments import READ_SCHEMA, iter_records, to_table, with_offsets
+from streamtide.log.shared_segments import (
+    SHARED_DIR,
+    SharedFile,
+    SharedSegments,
+    SharedUpkeep,
+    slice_name,
+)
 from streamtide.log.storage import TMP_PREFIX, LocalStorage
 
 #: writer_id of the segments written by ``append``.
@@ -65,6 +74,8 @@ class FileLog(Log):
         if checkpoint_every < 1:
             raise ValueError("checkpoint_every must be at least 1")
         self._storage = LocalStorage(root, fsync=fsync)
+        self._shared = SharedSegments(self._storage)
+        self._upkeep = SharedUpkeep(self._shared, self._slice_states)
         self._checkpoint_every = checkpoint_every
         self._lock = threading.RLock()
         self._partition_counts: dict[str, int] = {}
@@ -278,6 +289,23 @@ class FileLog(Log):
         name = self._write(topic, partition, table, writer_id)
         return SegmentRef(topic, partition, name, writer_id, table.num_rows)
 
+    def write_segments(
+        self, parts: Sequence[tuple[str, int, Records, str]], *, writer_id: str
+    ) -> list[SegmentRef]:
+        """One shared file for all ``parts`` (see ``Log.write_segments``)."""
+        self._check_open()
+        tables = [(t, p, to_table(records), w) for t, p, records, w in parts]
+        if not tables:
+            return []
+        with self._lock:
+            for topic, partition in {(t, p) for t, p, _, _ in tables}:
+                self._partition(topic, partition)  # the topic and partition exist
+        name = self._shared.write(tables, writer_id)
+        return [
+            SegmentRef(t, p, slice_name(name, i), w, table.num_rows)
+            for i, (t, p, table, w) in enumerate(tables)
+        ]
+
     def _write(self, topic: str, partition: int, table: pa.Table, writer_id: str) -> str:
         with self._lock:
             part = self._partition(topic, partition)
@@ -332,19 +360,56 @@ class FileLog(Log):
     ) -> int:
         self._check_open()
         removed = 0
-        for topic in self.list_topics() if topics is None else list(topics):
+        wanted = None if topics is None else list(topics)
+        for topic in self.list_topics() if wanted is None else wanted:
             with self._lock:  # the topic's metadata read once, as a write would
                 count = self._read_partition_count(topic)
             for partition in range(count):
                 with self._lock:
                     part = self._partition(topic, partition)
                     removed += part.abort_by_prefix(writer_prefix)
-        return removed
+        with self._lock:
+            return removed + self._upkeep.abort(
+                lambda writer: writer.startswith(writer_prefix),
+                lambda shared: wanted is None or {s.topic for s in shared.slices} <= set(wanted),
+            )
 
     def truncate_before(self, topic: str, partition: int, offset: int) -> int:
         offset = _offset(offset, "offset")
         with self._lock:
-            return self._partition(topic, partition, verify=True).truncate(offset)
+            part = self._partition(topic, partition, verify=True)
+            begin = part.truncate(offset)
+            # the truncate entry is durable: delete the shared files it left without a slice
+            dropped, part.dropped_shared = part.dropped_shared, set()
+            for file in sorted(dropped):
+                self._upkeep.delete_if_dead(file)
+            return begin
+
+    def abort_unsealed_shared(self, decided: Callable[[str], bool]) -> int:
+        """Delete the shared files of writers that ``decided`` says are done (dead, or their
+        batch decided) and of which no slice is sealed; returns how many slices went."""
+        self._check_open()
+        with self._lock:
+            return self._upkeep.abort(decided)
+
+    def list_unsealed_shared(self) -> list[str]:
+        """Shared files of which no slice is sealed (file-log specific): what a sweep of
+        decided writers deletes (``abort_unsealed_shared``)."""
+        self._check_open()
+        with self._lock:
+            return [shared.name for shared in self._upkeep.unsealed()]
+
+    def _slice_states(self, shared: SharedFile) -> Iterator[PartitionState]:
+        """The current state of each partition a shared file has a slice for (caller holds
+        the lock; a topic deleted or re-created without the partition has none)."""
+        for topic in sorted({s.topic for s in shared.slices}):
+            try:
+                count = self._read_partition_count(topic)  # always the disk: deletions show
+            except UnknownTopicError:
+                continue
+            for partition in sorted({s.partition for s in shared.slices if s.topic == topic}):
+                if partition < count:
+                    yield self._partition(topic, partition).refresh()
 
     # -- maintenance and lifecycle -----------------------------------------------------------
 
@@ -353,11 +418,14 @@ class FileLog(Log):
         (file-log specific; safe at any time). Returns how many were deleted."""
         self._check_open()
         removed = self._storage.remove_stale_tmp("", max_age_s)
+        removed += self._storage.remove_stale_tmp(SHARED_DIR, max_age_s)
         for topic in self.list_topics():
             removed += self._storage.remove_stale_tmp(topic, max_age_s)
             for p in range(self.partitions(topic)):
                 with self._lock:
                     removed += self._partition(topic, p).remove_stale_tmp(max_age_s)
+        with self._lock:  # orphans: of a truncation that died, of a lost work unit
+            removed += self._upkeep.delete_stale(max_age_s)
         return removed
 
     # Seals fsync a manifest entry each: handles of their own (which coordinate through the
@@ -433,7 +501,7 @@ class FileLog(Log):
             raise UnknownPartitionError(
                 f"topic {topic!r} has partitions 0..{count - 1}; there is no partition {partition}"
             )
-        part = Partition(self._storage, topic, partition, self._checkpoint_every)
+        part = Partition(self._storage, topic, partition, self._checkpoint_every, self._shared)
         self._partitions[(topic, partition)] = part
         return part
 

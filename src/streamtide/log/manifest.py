@@ -12,7 +12,8 @@ Since format version 2 every entry names the hash of the entry before it (``prev
 entry 0), so a replaced or reordered entry breaks the chain, and a seal entry records the
 crc32 of its segment file, which readers verify. Both raise ``CorruptLogError`` naming the
 file; version-1 entries (no chain, no checksum) are still read, but once an entry is chained
-every later one must be.
+every later one must be. Version 3 entries may seal a slice of a shared file
+(``shared_segments``), named ``<file>#<index>``; entries that do not stay version 2.
 
 ``PartitionState`` is the in-memory result of applying entries in order. A checkpoint
 (``checkpoints/<N>.json``) stores the state after the first N entries so that opening a
@@ -30,7 +31,10 @@ from typing import Any
 
 from streamtide.errors import CorruptLogError, UnsupportedVersionError
 
-ENTRY_VERSION = 2
+ENTRY_VERSION = 3
+#: The version of entries (and checkpoints) that name no slice of a shared file: releases
+#: that read version 2 still read them.
+_PLAIN_VERSION = 2
 _CHECKPOINT_RE = re.compile(r"^(\d{20})\.json$")
 
 
@@ -69,7 +73,7 @@ def seal_entry(
 ) -> bytes:
     """A seal entry; ``prev`` is the previous entry's hash (None: unchained)."""
     entry = {
-        "v": ENTRY_VERSION,
+        "v": ENTRY_VERSION if "#" in segment.name else _PLAIN_VERSION,
         "kind": "seal",
         "seal_id": segment.seal_id,
         "segment": segment.name,
@@ -87,7 +91,7 @@ def seal_entry(
 
 def truncate_entry(begin_offset: int, dropped: list[str], prev: str | None = None) -> bytes:
     entry: dict[str, Any] = {
-        "v": ENTRY_VERSION,
+        "v": ENTRY_VERSION if any("#" in name for name in dropped) else _PLAIN_VERSION,
         "kind": "truncate",
         "begin_offset": begin_offset,
         "dropped": dropped,
@@ -209,9 +213,10 @@ class PartitionState:
     # -- checkpoints -------------------------------------------------------------------------
 
     def to_checkpoint(self) -> bytes:
+        shared = any("#" in s.name for s in self.segments)
         return _dump(
             {
-                "v": ENTRY_VERSION,
+                "v": ENTRY_VERSION if shared else _PLAIN_VERSION,
                 "next_entry": self.next_entry,
                 "begin_offset": self.begin_offset,
                 "end_offset": self.end_offset,

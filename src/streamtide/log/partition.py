@@ -49,6 +49,7 @@ from streamtide.log.segments import (
     with_metadata,
     writer_of,
 )
+from streamtide.log.shared_segments import SharedSegments, parse_slice
 from streamtide.log.storage import TMP_PREFIX, LocalStorage
 
 log = logging.getLogger(__name__)
@@ -62,9 +63,19 @@ class Partition:
     """Segments and manifest of ``<topic>/<number>`` under a storage root."""
 
     def __init__(
-        self, storage: LocalStorage, topic: str, number: int, checkpoint_every: int
+        self,
+        storage: LocalStorage,
+        topic: str,
+        number: int,
+        checkpoint_every: int,
+        shared: SharedSegments | None = None,
     ) -> None:
         self.storage = storage
+        self.topic, self.number = topic, number
+        self.shared = shared or SharedSegments(storage)
+        #: shared files a truncation applied here dropped slices of (``FileLog`` deletes
+        #: them once no partition holds a slice of them)
+        self.dropped_shared: set[str] = set()
         self.where = f"{topic}/{number}"
         self._segments = f"{topic}/{number}/segments"
         self._manifest = f"{topic}/{number}/manifest"
@@ -221,6 +232,10 @@ class Partition:
         # Whoever applies a truncate entry deletes its segments, so a truncating process that
         # died before deleting them leaves no orphans behind.
         for name in names:
+            parsed = parse_slice(name)
+            if parsed is not None:
+                self.dropped_shared.add(parsed[0])
+                continue
             try:
                 self.storage.delete_file(f"{self._segments}/{name}")
             except OSError:
@@ -259,7 +274,9 @@ class Partition:
 
     def inspect(self, name: str) -> tuple[int, int]:
         """A segment file's record count (from its footer, which checks the file is whole)
-        and its crc32, from one read of the file."""
+        and its crc32, from one read of the file (of the whole file, for a slice)."""
+        if parse_slice(name) is not None:
+            return self.shared.inspect(name, self.topic, self.number)
 
         def count_and_crc(rel: str) -> tuple[int, int]:
             buffer = self.storage.read_buffer(rel)
@@ -289,7 +306,11 @@ class Partition:
         """All rows of a segment file by name (sealed or not), checked against its count."""
         rel = f"{self._segments}/{name}"
         try:
-            table = self.storage.read_table(rel)
+            if parse_slice(name) is not None:
+                rel = f"shared segment {name}"
+                table = self.shared.read_slice(name, self.topic, self.number)
+            else:
+                table = self.storage.read_table(rel)
         except FileNotFoundError:
             raise SegmentError(
                 f"segment {rel} does not exist (never written, aborted or truncated)"
@@ -307,20 +328,14 @@ class Partition:
         FileNotFoundError if the file is gone (for example truncated meanwhile)."""
         rel = f"{self._segments}/{seg.name}"
         try:
-            buffer = self.storage.read_buffer(rel)
-            if seg.crc32 is not None and seg.name not in self._verified:
-                actual = zlib.crc32(buffer)
-                if actual != seg.crc32:
-                    raise CorruptLogError(
-                        f"segment file {self.storage.path(rel)} of topic partition "
-                        f"{self.where} fails its checksum (crc32 {actual:08x}, sealed as "
-                        f"{seg.crc32:08x}): it is damaged and is not read"
-                    )
-                self._verified.add(seg.name)
-            table = self.storage.table_of(buffer)
-        except FileNotFoundError:
+            if parse_slice(seg.name) is not None:
+                rel = self.shared.path(seg.name)
+                table = self.shared.read_slice(seg.name, self.topic, self.number, seg.crc32)
+            else:
+                table = self._read_own(rel, seg)
+        except (FileNotFoundError, CorruptLogError):
             raise
-        except (OSError, pa.ArrowInvalid) as e:
+        except (OSError, pa.ArrowInvalid, SegmentError) as e:
             raise CorruptLogError(
                 f"sealed segment {self.storage.path(rel)} of topic partition {self.where} is "
                 f"unreadable: {e}"
@@ -333,6 +348,20 @@ class Partition:
         first = max(lo, seg.base_offset)
         last = min(hi, seg.end_offset)
         return table.slice(first - seg.base_offset, last - first), first
+
+    def _read_own(self, rel: str, seg: SealedSegment) -> pa.Table:
+        """A segment file of this partition, its checksum verified on the first read."""
+        buffer = self.storage.read_buffer(rel)
+        if seg.crc32 is not None and seg.name not in self._verified:
+            actual = zlib.crc32(buffer)
+            if actual != seg.crc32:
+                raise CorruptLogError(
+                    f"segment file {self.storage.path(rel)} of topic partition "
+                    f"{self.where} fails its checksum (crc32 {actual:08x}, sealed as "
+                    f"{seg.crc32:08x}): it is damaged and is not read"
+                )
+            self._verified.add(seg.name)
+        return self.storage.table_of(buffer)
 
     def unsealed(self) -> list[tuple[str, str, int]]:
         """(name, writer_id, record count) of every unsealed segment file."""
@@ -350,8 +379,9 @@ class Partition:
         return sorted(out)
 
     def abort(self, name: str) -> None:
-        """Delete an unsealed segment file (a no-op if it is gone)."""
-        if writer_of(name) is None:
+        """Delete an unsealed segment file (a no-op if it is gone). A slice of a shared file
+        is only checked: the file goes as a whole (``FileLog``) once no slice is sealed."""
+        if writer_of(name) is None and parse_slice(name) is None:
             raise SegmentError(f"{name!r} is not a segment name")
         sealed = self.refresh().by_name.get(name)
         if sealed is not None:
@@ -359,7 +389,8 @@ class Partition:
                 f"segment {name} of {self.where} is sealed ({sealed.seal_id!r}) and cannot be "
                 "aborted"
             )
-        self.storage.delete_file(f"{self._segments}/{name}")
+        if parse_slice(name) is None:
+            self.storage.delete_file(f"{self._segments}/{name}")
 
     def abort_by_prefix(self, writer_prefix: str) -> int:
         """Delete unsealed segments (and temporary files) of writers matching the prefix;

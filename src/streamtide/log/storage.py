@@ -86,13 +86,18 @@ class LocalStorage:
 
     def write_table(self, rel: str, table: pa.Table) -> None:
         """Write an Arrow IPC file atomically: temporary name, fsync, rename."""
+        self.write_batches(rel, table.schema, table.to_batches())
+
+    def write_batches(self, rel: str, schema: pa.Schema, batches: list[pa.RecordBatch]) -> None:
+        """Write record batches as one Arrow IPC file atomically (``write_table``)."""
         tmp = self._tmp_name(rel)
         try:
             with (
                 self.fs.open_output_stream(self.path(tmp)) as sink,
-                ipc.new_file(sink, table.schema) as writer,
+                ipc.new_file(sink, schema) as writer,
             ):
-                writer.write_table(table)
+                for batch in batches:
+                    writer.write_batch(batch)
             self._sync_file(tmp)
             self.fs.move(self.path(tmp), self.path(rel))
         except BaseException:

@@ -1,4 +1,4 @@
-"""Collects what a task attempt produces and writes it as unsealed log segments.
+"""Collects what a task attempt produces, for the work unit to write as unsealed segments.
 
 Nothing a task writes is visible until the driver seals the attempt's segments at stage
 commit (docs/engine.md, "One batch"); this collector is the attempt's side of that protocol.
@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 
 from streamtide.errors import UnknownTopicError
-from streamtide.log.api import Log, SegmentRef
+from streamtide.log.api import Log
 from streamtide.log.segments import headers_array
 
 
@@ -42,8 +42,8 @@ class _Columns:
 
 
 class SegmentCollector:
-    """A ``RecordCollector`` that buffers records per partition as columns, then writes one
-    segment per partition."""
+    """A ``RecordCollector`` that buffers records per partition as columns, for the work unit
+    to write (``runtime.unit_writes``) or a Kafka transaction to send."""
 
     def __init__(self, log: Log) -> None:
         self.log = log
@@ -117,13 +117,7 @@ class SegmentCollector:
         self._pending.clear()
         return pending
 
-    def write_segments(self, writer_id: str) -> list[SegmentRef]:
-        """Write one unsealed segment per partition that received records."""
-        refs = []
-        for (topic, partition), columns in sorted(self._pending.items()):
-            if columns.keys:
-                refs.append(
-                    self.log.write_segment(topic, partition, columns.table(), writer_id=writer_id)
-                )
-        self._pending.clear()
-        return refs
+    def take_tables(self) -> list[tuple[str, int, pa.Table]]:
+        """Take every partition's pending records as a table (in topic and partition order),
+        for the work unit to write with its other tasks' (``Log.write_segments``)."""
+        return [(t, p, c.table()) for t, p, c in self.drain()]

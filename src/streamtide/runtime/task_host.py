@@ -53,6 +53,7 @@ from streamtide.runtime.store_query import (
     query_kind,
 )
 from streamtide.runtime.stream_task import StreamTask, task_options
+from streamtide.runtime.unit_writes import UnitWrites
 from streamtide.state.rocksdb_handover import handover
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,8 @@ class TaskHost:
         self._active: dict[str, _Held] = {}
         self._standby: dict[str, StandbyTask] = {}
         self._group: Any = None  # the application's consumer-group offsets (Kafka log)
+        #: the runs' outputs and changelog records not written yet (``write_outputs``)
+        self.writes = UnitWrites()
         #: active tasks with stores opened so far (a run that opened one restored: work_unit)
         self.opened = 0
 
@@ -177,11 +180,12 @@ class TaskHost:
                 task.mark_consumed(topic, end)
             committed = task.committed_state().to_dict()
             output_counts = held.collector.counts()
+            segments: list[dict[str, Any]] = []  # filled by ``write_outputs`` (file log)
             if held.kafka is None:
-                segments = held.collector.write_segments(writer)
+                changelogs = {cl.topic for cl in task.stores.changelogs.values()}
+                self.writes.add(segments, writer, held.collector.take_tables(), changelogs)
                 held.pending, held.pending_state = writer, committed
             else:
-                segments = []
                 self._commit_to_kafka(held, committed, marks)
             phases.mark("write")
             local_offsets = task.stores.local_offsets() if task.stores.log is not None else {}
@@ -199,7 +203,7 @@ class TaskHost:
             "task": task_id,
             "writer": writer,
             "state": committed,
-            "segments": [s.as_dict() for s in segments],
+            "segments": segments,
             "input_records": read,
             "output_records": output_counts,
             "restored_records": metrics.get(RECORDS_RESTORED, 0),
@@ -208,6 +212,11 @@ class TaskHost:
             "phases_ms": phases.spent,
             "duration_ms": round((time.perf_counter() - started) * 1000, 3),
         }
+
+    def write_outputs(self, writer_id: str) -> float:
+        """Write what the runs since the last call produced (file log: two shared files for
+        all of them, named by ``writer_id``) into their reports; returns the milliseconds."""
+        return self.writes.write(self.log, writer_id)
 
     def settle(self, winners: dict[str, str]) -> None:
         """The driver's decision for held runs: ``{task: winning writer id}``. A run that won
