@@ -40,7 +40,7 @@ def test_ctrl_c_while_spark_starts_prints_one_line_and_leaves_no_jvm(tmp_path: P
     args = [str(STREAMTIDE), "run", "myapp:topology", "--application-id", "app", "--log", log]
     running = Running(args, tmp_path)
     try:
-        seen = running.wait_for("Using Spark's default log4j profile", timeout=300)
+        seen = running.wait_for("WARNING: Using incubator modules", timeout=300)
         running.ctrl_c()  # the JVM has started; PySpark is still setting its gateway up
         status = running.finish(timeout=300)  # also: the JVM is gone (it held the output)
         after = [x for x in running.lines[seen:] if x.strip() and not SPARK_START_UP.match(x)]

@@ -36,19 +36,21 @@ pytestmark = pytest.mark.spark
 
 
 def fail_next_log_write() -> None:
-    """Make this process's next write of task outputs to the log (a file log's segments, a
+    """Make this process's next write of task outputs to the log (a work unit's shared files, a
     Kafka task's commit) raise ``OSError`` once: a failure of the infrastructure, not of user
     code."""
     import errno
 
     from streamtide.runtime.kafka_task_commit import KafkaTaskCommit
-    from streamtide.runtime.segment_collector import SegmentCollector
+    from streamtide.runtime.unit_writes import UnitWrites
 
-    writes = [(SegmentCollector, "write_segments"), (KafkaTaskCommit, "commit")]
-    originals = [(cls, name, cls.__dict__[name]) for cls, name in writes]
+    writes = [(UnitWrites, "write"), (KafkaTaskCommit, "commit")]
+    originals = {(cls, name): cls.__dict__[name] for cls, name in writes}
 
-    def failing(*args, **kwargs):
-        for cls, name, original in originals:
+    def failing(self, *args, **kwargs):
+        if isinstance(self, UnitWrites) and not len(self):  # nothing held (Kafka): no write
+            return originals[(UnitWrites, "write")](self, *args, **kwargs)
+        for (cls, name), original in originals.items():
             setattr(cls, name, original)
         raise OSError(errno.EIO, "injected: writing the task's outputs to the log failed")
 
