@@ -484,6 +484,11 @@ class ContinuousWorkers:
         for slot in list(self._slots.values()):
             self._stop_slot(slot)
         self._server.close()
+        for slot in list(self._slots.values()):
+            if slot.sock is None and _alive(slot):
+                # Never connected, so it cannot hear "stop" (e.g. a replacement still waiting
+                # for a slot a newer instance of the application holds): cancel at once.
+                self._launcher.cancel(self._group(slot))
         deadline = time.monotonic() + timeout
         for slot in list(self._slots.values()):
             if slot.thread is not None:
