@@ -178,7 +178,13 @@ class _Builder:
             cogrouped = this.cogroup(first)
             for index, aggregator in enumerate(rest, start=1):
                 cogrouped = cogrouped.cogroup(self.made[step.inputs[index]], aggregator)
-            return cogrouped.aggregate(a["initializer"], stored(a["store"], a["value"]))
+            if a["windows"] is None:
+                return cogrouped.aggregate(a["initializer"], stored(a["store"], a["value"]))
+            windowed = cogrouped.windowed_by(windows_of(a["windows"]))
+            if a["final"]:
+                windowed = windowed.emit_strategy(EmitStrategy.on_window_close())
+            extra = (a["merger"],) if a["merger"] is not None else ()
+            return windowed.aggregate(a["initializer"], *extra, stored(a["store"], a["value"]))
         if op == "windowed_by":
             return this.windowed_by(windows_of(a["windows"]))
         if op == "emit_final":

@@ -70,10 +70,17 @@ class KeyValueAggregate(Node):
         return {key: agg for key, (agg, _) in self.store.items()}
 
 
-class CogroupAggregate(KeyValueAggregate):
-    """``cogroup`` (KIP-150): one aggregate per key, each input port with its own
-    aggregator (``args["aggregators"]``), one store and one cache."""
+class PortAggregators(Node):
+    """``cogroup`` (KIP-150): each input port folds with its own aggregator
+    (``args["aggregators"]``) into the one store of the aggregation it is mixed into
+    (before it in the bases: by key, or per time, session or sliding window)."""
+
+    fold: Aggregator
 
     def process(self, rec: Rec, task: Task, port: int) -> None:
         self.fold.args = {**self.args, "aggregator": self.args["aggregators"][port]}
         super().process(rec, task, port)
+
+
+class CogroupAggregate(PortAggregators, KeyValueAggregate):
+    """A plain ``cogroup``: one aggregate per key, one store and one cache."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.reference import stateless
-from tests.reference.aggregate import CogroupAggregate, KeyValueAggregate
+from tests.reference.aggregate import CogroupAggregate, KeyValueAggregate, PortAggregators
 from tests.reference.dedup import Dedup, id_bytes
 from tests.reference.graph import Graph
 from tests.reference.plan import Plan, SessionWindowSpec, SlidingWindowSpec, Step, TimeWindowSpec
@@ -46,6 +46,25 @@ WINDOWED = {
     TimeWindowSpec: TimeWindowAggregate,
     SessionWindowSpec: SessionWindows,
     SlidingWindowSpec: SlidingWindowAggregate,
+}
+
+
+class CogroupTimeWindows(PortAggregators, TimeWindowAggregate):
+    """A time-windowed ``cogroup``."""
+
+
+class CogroupSessionWindows(PortAggregators, SessionWindows):
+    """A session-windowed ``cogroup`` (sessions merged with its merger)."""
+
+
+class CogroupSlidingWindows(PortAggregators, SlidingWindowAggregate):
+    """A sliding-windowed ``cogroup``."""
+
+
+COGROUPED_WINDOWED = {
+    TimeWindowSpec: CogroupTimeWindows,
+    SessionWindowSpec: CogroupSessionWindows,
+    SlidingWindowSpec: CogroupSlidingWindows,
 }
 
 
@@ -235,7 +254,13 @@ class Compiler:
                 sources.append(self.repartition(mark["stream"], topic, True))
             else:
                 sources.append(mark["stream"])
-        self.add(step, CogroupAggregate, sources, kind="aggregate", caching=self.caching, **a)
+        windows = a["windows"]
+        if windows is None:
+            self.add(step, CogroupAggregate, sources, kind="aggregate", caching=self.caching, **a)
+        else:
+            cls = COGROUPED_WINDOWED[type(windows)]
+            self.add(step, cls, sources, kind="aggregate", caching=self.caching, **a)
+            self.marks[step.id] = {"windows": windows}
         self.key_changed[step.id] = False
 
     def _windowed_by(self, step: Step, a: dict[str, Any]) -> None:

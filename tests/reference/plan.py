@@ -285,9 +285,14 @@ class GroupedRef(_Ref):
         initializer: Fn,
         store: str,
         value: str = "json",
+        windows: Any = None,
+        merger: Fn | None = None,
+        final: bool = False,
     ) -> TableRef:
         """``cogroup(aggregator)``, ``.cogroup(other, its aggregator)`` for each of
-        ``others``, then ``.aggregate(initializer, Materialized.as_(store))``."""
+        ``others``, then ``.aggregate(initializer, Materialized.as_(store))``; with
+        ``windows``, ``.windowed_by(windows)`` before it (``final``: emitted on window close;
+        session windows need ``merger``)."""
         return self._add(
             TableRef,
             "cogroup",
@@ -296,6 +301,9 @@ class GroupedRef(_Ref):
             initializer=initializer,
             store=store,
             value=value,
+            windows=windows,
+            merger=merger,
+            final=final,
         )
 
     def count(self, store: str) -> TableRef:
