@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from streamtide.dsl.params import Consumed, Materialized
@@ -28,22 +29,28 @@ class StreamsBuilder:
         self._index += 1
         return name
 
-    def stream(self, topics: str | list[str], consumed: Consumed | None = None) -> KStream:
-        """A stream of the records of one topic or several topics."""
+    def stream(
+        self, topics: str | list[str] | re.Pattern[str], consumed: Consumed | None = None
+    ) -> KStream:
+        """A stream of the records of one topic, several topics, or every topic whose whole
+        name matches a compiled pattern (``re.compile("clicks-.*")``; topics created later
+        are read from the next batch on)."""
         from streamtide.dsl.kstream import KStream
 
         consumed = consumed or Consumed()
+        name = consumed.name or self.new_name("KSTREAM-SOURCE-")
+        serdes = {
+            "key_serde": consumed.key_serde,
+            "value_serde": consumed.value_serde,
+            "timestamp_extractor": consumed.timestamp_extractor,
+        }
+        if isinstance(topics, re.Pattern):
+            self.topology.add_source(name, pattern=topics, **serdes)
+            return KStream(self, name, consumed.key_serde, consumed.value_serde)
         topic_list = [topics] if isinstance(topics, str) else list(topics)
         if not topic_list:
             raise TopologyError("stream() needs at least one topic")
-        name = consumed.name or self.new_name("KSTREAM-SOURCE-")
-        self.topology.add_source(
-            name,
-            *topic_list,
-            key_serde=consumed.key_serde,
-            value_serde=consumed.value_serde,
-            timestamp_extractor=consumed.timestamp_extractor,
-        )
+        self.topology.add_source(name, *topic_list, **serdes)
         return KStream(self, name, consumed.key_serde, consumed.value_serde)
 
     def table(

@@ -166,6 +166,8 @@ class StreamsApp:
         self._draining: set[str] = set()
         self._removed: set[str] = set()
         self._standby_note: str | None = None  # said once, again when it changes
+        #: pattern sources: their topics are matched again before every batch
+        self._patterns = list(topology.pattern_sources)
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -194,16 +196,7 @@ class StreamsApp:
             self._launcher = SparkLauncher(self.sc)
         elif self.sc is None and self.config.execution != "continuous":
             raise ConfigError("a work-unit launcher other than Spark runs continuous execution")
-        self.stages = make_plan(self.topology, self.config, self.log)
-        self._metrics.declare(
-            (t for stage in self.stages for t in stage.task_ids),
-            (store for stage in self.stages for store in stage.changelog_topics),
-            self._stateful_tasks() if self.config.num_standby_replicas else (),
-        )
-        from pyspark import cloudpickle
-
-        ship_user_modules(self.topology)
-        self._blob = cloudpickle.dumps((self.topology, self.config, self.stores_factory))
+        self._plan()
         last = self.committer.start()  # takes an epoch: any older driver is fenced now
         if isinstance(self.committer, KafkaBatchCommitter):
             self.committer.fence_tasks(t for stage in self.stages for t in stage.task_ids)
@@ -225,20 +218,61 @@ class StreamsApp:
             self._placement = _stored_placement(last.owners, stored)
             log.info("resuming %s after committed batch %d", self.config.application_id, batch)
         if self.config.execution == "continuous" and self._workers is None:
-            self._workers = ContinuousWorkers(
-                self._launcher,
-                self._blob,
-                self.config.application_id,
-                str(self.app_dir.root),
-                self.committer.epoch,
-                max_age=self.config.work_unit_max_age / 1000,
-            )
+            self._launch_workers()
         if self.config.metrics_port is not None and self._metrics_server is None:
             self._metrics_server = MetricsServer(
                 self._metrics.registry, self.config.metrics_port, self.config.metrics_bind_address
             )
         self._started = True
         self._stopped = False
+
+    def _plan(self) -> None:
+        """The stages, their tasks' metrics and the topology shipped to work units."""
+        self.stages = make_plan(self.topology, self.config, self.log)
+        self._metrics.declare(
+            (t for stage in self.stages for t in stage.task_ids),
+            (store for stage in self.stages for store in stage.changelog_topics),
+            self._stateful_tasks() if self.config.num_standby_replicas else (),
+        )
+        from pyspark import cloudpickle
+
+        ship_user_modules(self.topology)
+        self._blob = cloudpickle.dumps((self.topology, self.config, self.stores_factory))
+
+    def _launch_workers(self) -> None:
+        assert self._launcher is not None and self._blob is not None
+        self._workers = ContinuousWorkers(
+            self._launcher,
+            self._blob,
+            self.config.application_id,
+            str(self.app_dir.root),
+            self.committer.epoch,
+            max_age=self.config.work_unit_max_age / 1000,
+        )
+
+    def _follow_topic_patterns(self) -> None:
+        """Between batches: when the topics a pattern source matches changed (one was
+        created or deleted), plan anew and rebuild the work units with the topology that
+        reads them; the assignor then places any new task like any other."""
+        if not self._patterns or not self.topology.match_topics(
+            self.log.list_topics(), self.config.application_id
+        ):
+            return
+        before = {t for stage in self.stages for t in stage.task_ids}
+        self._plan()
+        tasks = [t for stage in self.stages for t in stage.task_ids]
+        log.info(
+            "%s: pattern sources now read %s (%d new tasks)",
+            self.config.application_id,
+            {n: self.topology.nodes[n].topics for n in self._patterns},  # type: ignore[attr-defined]
+            len(set(tasks) - before),
+        )
+        if isinstance(self.committer, KafkaBatchCommitter):
+            self.committer.fence_tasks(t for t in tasks if t not in before)
+        if self._workers is not None:
+            self._workers.close()
+            self._layout, self._ran_in = {}, {}
+            self._launch_workers()
 
     def start(self) -> StreamsApp:
         """Run batches in a background thread until ``stop``."""
@@ -335,8 +369,16 @@ class StreamsApp:
         return min(due) if due else None
 
     def input_waiting(self) -> bool:
-        """Whether any source partition has records past its committed offset."""
+        """Whether any source partition has records past its committed offset (or a topic
+        a pattern source matches was created or deleted)."""
+        if self._patterns and self._matched_topics_changed():
+            return True
         return any(n for rows in self._source_lags().values() for _, n in rows)
+
+    def _matched_topics_changed(self) -> bool:
+        found = self.topology.matching_topics(self.log.list_topics(), self.config.application_id)
+        nodes = self.topology.nodes
+        return any(nodes[name].topics != topics for name, topics in found.items())  # type: ignore[attr-defined]
 
     def run_until_caught_up(
         self, timeout: float | None = None, max_batches: int = 10_000
@@ -388,6 +430,7 @@ class StreamsApp:
         the background: batches of one application never overlap)."""
         self._ensure_started()
         with self._batch_lock, cyclic_gc_paused():
+            self._follow_topic_patterns()
             self.running = RunningBatch(self._next_batch, time.monotonic(), len(self.stages))
             try:
                 progress = self._run_batch()

@@ -36,6 +36,14 @@ class Stage:
 def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stage]:
     """Check source topics exist and create internal, changelog and missing sink topics."""
     app = config.application_id
+    topology.match_topics(log_.list_topics(), app)
+    for source, pattern in topology.pattern_sources.items():
+        if not topology.nodes[source].topics:  # type: ignore[attr-defined]
+            raise UnknownTopicError(
+                f"no topic in {log_.url} matches the pattern {pattern.pattern!r} of source "
+                f"{source!r}; create one first (streamtide topics create NAME --partitions N "
+                f"--log {log_.url})"
+            )
     for topic in sorted(topology.global_topics()):
         physical = topology.resolve_topic(topic, app)
         if not log_.has_topic(physical):

@@ -24,7 +24,12 @@ class TopologyDescription:
             lines.append(f"   Sub-topology: {sub.id}")
             for node in sub.nodes:
                 if isinstance(node, SourceNodeDef):
-                    lines.append(f"    Source: {node.name} (topics: [{', '.join(node.topics)}])")
+                    topics = (
+                        node.pattern.pattern
+                        if node.pattern is not None
+                        else f"[{', '.join(node.topics)}]"
+                    )
+                    lines.append(f"    Source: {node.name} (topics: {topics})")
                 elif isinstance(node, ProcessorNodeDef):
                     lines.append(f"    Processor: {node.name} (stores: [{', '.join(node.stores)}])")
                 elif isinstance(node, SinkNodeDef) and node.topic_extractor is not None:

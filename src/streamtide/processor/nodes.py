@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,8 @@ class NodeDef:
 @dataclass
 class SourceNodeDef(NodeDef):
     topics: list[str] = field(default_factory=list)
+    #: read every topic whose name matches (``topics`` are those matched so far)
+    pattern: re.Pattern[str] | None = None
     key_serde: Serde | None = None
     value_serde: Serde | None = None
     timestamp_extractor: TimestampExtractor | None = None

@@ -7,6 +7,8 @@ kept without the application id; ``resolve_topic`` adds it (``<application_id>-<
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from streamtide.errors import TopologyError
@@ -20,6 +22,12 @@ from streamtide.processor.nodes import (
     SourceNodeDef,
 )
 from streamtide.processor.topic_name import TopicChooser, extractor_function
+from streamtide.processor.topic_patterns import (
+    check_pattern,
+    marked_source,
+    match_patterns,
+    pattern_mark,
+)
 from streamtide.serde import Serde
 from streamtide.timestamp_extractor import TimestampExtractor
 
@@ -67,8 +75,9 @@ class Topology:
     _store_users: dict[str, list[str]] = field(default_factory=dict)
     _topic_sources: dict[str, str] = field(default_factory=dict)
     internal_topics: set[str] = field(default_factory=set)
-    #: topics that must have equal partition counts (a join's inputs), with what needs it
-    copartition_groups: list[tuple[frozenset[str], str]] = field(default_factory=list)
+    #: topics that must have equal partition counts (a join's inputs), with what needs it;
+    #: a pattern source's topics appear as its mark (``copartition_groups`` resolves them)
+    _copartition_declared: list[tuple[frozenset[str], str]] = field(default_factory=list)
     global_stores: dict[str, GlobalStoreSpec] = field(default_factory=dict)
     #: stores whose changelog is the source topic they are built from (source tables)
     _source_changelogs: dict[str, str] = field(default_factory=dict)
@@ -103,13 +112,26 @@ class Topology:
         self,
         name: str,
         *topics: str,
+        pattern: re.Pattern[str] | str | None = None,
         key_serde: Serde | None = None,
         value_serde: Serde | None = None,
         timestamp_extractor: TimestampExtractor | None = None,
     ) -> Topology:
-        """Read ``topics``; each topic can be read by one source node only.
+        """Read ``topics``, or every topic whose whole name matches ``pattern``
+        (``processor.topic_patterns``); each topic can be read by one source node only.
         ``timestamp_extractor``: see ``streamtide.timestamp_extractor``."""
         self._check_new(name)
+        if pattern is not None:
+            if topics:
+                raise TopologyError(f"source {name!r}: give topics or a pattern, not both")
+            self._nodes[name] = SourceNodeDef(
+                name,
+                pattern=check_pattern(name, pattern),
+                key_serde=key_serde,
+                value_serde=value_serde,
+                timestamp_extractor=timestamp_extractor,
+            )
+            return self
         if not topics:
             raise TopologyError(f"source {name!r} needs at least one topic")
         for topic in topics:
@@ -240,7 +262,10 @@ class Topology:
             seen.add(name)
             definition = self.nodes[name]
             if isinstance(definition, SourceNodeDef):
-                topics.update(definition.topics)
+                if definition.pattern is not None:
+                    topics.add(pattern_mark(name))
+                else:
+                    topics.update(definition.topics)
             pending.extend(definition.parents)
         return topics
 
@@ -248,9 +273,74 @@ class Topology:
         """Require ``topics`` to have the same number of partitions (checked when the
         engine plans the topology; internal topics among them are created with that count)."""
         group = frozenset(topics)
-        if len(group) > 1 and all(group != known for known, _ in self.copartition_groups):
-            self.copartition_groups.append((group, operation))
+        if len(group) > 1 and all(group != known for known, _ in self._copartition_declared):
+            self._copartition_declared.append((group, operation))
         return self
+
+    @property
+    def copartition_groups(self) -> list[tuple[frozenset[str], str]]:
+        """The co-partition groups with each pattern source's topics matched so far."""
+        groups = []
+        for group, operation in self._copartition_declared:
+            topics: set[str] = set()
+            for topic in group:
+                source = marked_source(topic)
+                if source is None:
+                    topics.add(topic)
+                else:
+                    definition = self._nodes[source]
+                    assert isinstance(definition, SourceNodeDef)
+                    topics.update(definition.topics)
+            if len(topics) > 1:
+                groups.append((frozenset(topics), operation))
+        return groups
+
+    # ---- topic patterns -------------------------------------------------------------------
+
+    @property
+    def pattern_sources(self) -> dict[str, re.Pattern[str]]:
+        """The sources that read the topics matching a pattern, with their patterns."""
+        return {
+            name: node.pattern
+            for name, node in self._nodes.items()
+            if isinstance(node, SourceNodeDef) and node.pattern is not None
+        }
+
+    def matching_topics(
+        self, available: Iterable[str], application_id: str
+    ) -> dict[str, list[str]]:
+        """The topics of ``available`` each pattern source would read: those its pattern
+        matches, not the application's internal topics."""
+        patterns = self.pattern_sources
+        if not patterns:
+            return {}
+        available = list(available)
+        prefix = f"{application_id}-"
+        excluded = {
+            t
+            for t in available
+            if t.startswith(prefix) and t.endswith(("-changelog", "-repartition"))
+        } | self.global_topics()
+        named = {t: s for t, s in self._topic_sources.items() if s not in patterns}
+        return match_patterns(patterns, available, named, excluded)
+
+    def match_topics(self, available: Iterable[str], application_id: str) -> bool:
+        """Let each pattern source read the topics ``matching_topics`` finds; True when that
+        changed any source's topics."""
+        changed = False
+        for name, topics in self.matching_topics(available, application_id).items():
+            node = self._nodes[name]
+            assert isinstance(node, SourceNodeDef)
+            if node.topics != topics:
+                for topic in node.topics:
+                    del self._topic_sources[topic]
+                for topic in topics:
+                    self._topic_sources[topic] = name
+                node.topics = topics
+                changed = True
+        if changed:
+            self._subtopologies = None
+        return changed
 
     def add_global_store(self, spec: GlobalStoreSpec) -> Topology:
         """Keep all of ``spec.topic`` in a store every processor can read by name."""

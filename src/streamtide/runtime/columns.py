@@ -73,6 +73,12 @@ class BatchInput:
         self._topics = list(topics)
         self._columns = {topic: InputColumns() for topic in topics}
 
+    def add_topic(self, topic: str) -> None:
+        """Buffer ``topic`` too (a topic a pattern source matched while the task ran)."""
+        if topic not in self._columns:
+            self._topics.append(topic)
+            self._columns[topic] = InputColumns()
+
     def _queue(self, topic: str) -> InputColumns:
         columns = self._columns.get(topic)
         if columns is None:

@@ -236,6 +236,16 @@ class StreamTask:
             uses_default_serdes=defaults,
         )
 
+    def read_topic(self, topic: str, source: str) -> None:
+        """Let source node ``source`` (a pattern source) read ``topic`` from now on."""
+        self._sources[topic] = self._nodes[source]  # type: ignore[assignment]
+        self.batch_input.add_topic(topic)
+        definition = self.subtopology.node(source)
+        assert isinstance(definition, SourceNodeDef)
+        extractor = definition.timestamp_extractor or self.default_timestamp_extractor
+        if extractor is not None:
+            self._add_stamper(extractor, topic)
+
     def _add_stamper(self, extractor: TimestampExtractor, topic: str) -> None:
         key = offset_key(topic, self.partition)
         self._stampers[topic] = SourceStamper(

@@ -57,6 +57,8 @@ class TopologyTestDriver:
         self._committed: dict[str, TaskCommittedState] = {}
         self.tasks: list[StreamTask] = []
         self._readers: dict[str, StreamTask] = {}
+        self._patterns = bool(topology.pattern_sources)
+        self._unmatched: set[str] = set()  # topics no pattern source matches
         self.global_stores = GlobalStores(
             topology,
             config.application_id,
@@ -101,7 +103,7 @@ class TopologyTestDriver:
         records.append(record)
         if topic in self.global_stores.topics():
             self.global_stores.apply(topic, key, value)
-        reader = self._readers.get(topic)
+        reader = self._readers.get(topic) or self._read_matching(topic)
         if reader is not None:
             reader.add_records(topic, [record])
 
@@ -118,11 +120,36 @@ class TopologyTestDriver:
             raise UnknownTopicError(
                 f"no source of the topology reads topic {topic!r}; source topics: "
                 f"{sorted(self.topology.source_topics())}"
+                + "".join(
+                    f", pattern of {name}: {pattern.pattern!r}"
+                    for name, pattern in self.topology.pattern_sources.items()
+                )
             )
         return TestInputTopic(self, self._physical(topic), key_serde, value_serde)
 
     def _reads(self, topic: str) -> bool:
-        return topic in self._readers or topic in self.global_stores.topics()
+        return (
+            topic in self._readers
+            or topic in self.global_stores.topics()
+            or self._read_matching(topic) is not None
+        )
+
+    def _read_matching(self, topic: str) -> StreamTask | None:
+        """The task that reads ``topic`` from now on because a pattern source matches it
+        (None: no pattern source does)."""
+        if not self._patterns or topic in self._unmatched:
+            return None
+        if not self.topology.match_topics([*self._readers, topic], self.config.application_id):
+            self._unmatched.add(topic)
+            return None
+        for source, pattern in self.topology.pattern_sources.items():
+            if pattern.fullmatch(topic):
+                for task in self.tasks:
+                    if any(s.name == source for s in task.subtopology.sources):
+                        task.read_topic(topic, source)
+                        self._readers[topic] = task
+                        return task
+        return None
 
     def create_output_topic(
         self, topic: str, key_serde: Serde, value_serde: Serde
