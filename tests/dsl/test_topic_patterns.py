@@ -51,7 +51,9 @@ def test_a_topic_two_sources_would_read_is_refused_when_it_appears() -> None:
     builder = upper_of(re.compile("clicks-.*"))
     builder.stream("clicks-1", Consumed.with_(STRING, STRING)).to("copy")
     topology = builder.build()
-    with pytest.raises(TopologyError, match=re.escape("'clicks-1' matches the pattern 'clicks-.*'")):
+    with pytest.raises(
+        TopologyError, match=re.escape("'clicks-1' matches the pattern 'clicks-.*'")
+    ):
         topology.match_topics(["clicks-1", "clicks-2"], "app")
 
 
