@@ -329,7 +329,7 @@ class ChangelogRestorer:
                     tuple((h["key"], h["value"]) for h in hs) if hs else ()
                     for hs in table.column("headers").to_pylist()
                 ]
-                applied += apply_changelog(cl.local, zip(keys, values, headers))
+                applied += apply_changelog(cl.local, zip(keys, values, headers), cl.store.derived)
             cl.position = int(table.column("offset")[-1].as_py()) + 1
         self.metrics.increment(RECORDS_RESTORED, applied)
         self.metrics.increment(f"{RECORDS_RESTORED}.{cl.name}", applied)
@@ -347,7 +347,9 @@ class ChangelogRestorer:
             )
             count = apply_changelog(cl.local, entries)
         else:
-            count = apply_changelog(cl.local, ((r.key, r.value, r.headers) for r in batch))
+            count = apply_changelog(
+                cl.local, ((r.key, r.value, r.headers) for r in batch), cl.store.derived
+            )
         cl.position = int(batch[-1].offset) + 1  # type: ignore[arg-type]
         self.metrics.increment(RECORDS_RESTORED, count)
         self.metrics.increment(f"{RECORDS_RESTORED}.{cl.name}", count)

@@ -12,11 +12,19 @@ The task's ``runtime.task_stores.TaskStores`` drives the commit:
 
 A changelog record is ``(key, value, headers)``: a put, a tombstone (value None), or a range
 delete (value None, key = first key, a ``RANGE_END_HEADER`` header naming the end).
+
+A store may keep a family of keys it derives from its other keys (the deduplication store's
+time index, derived from its entries: ``DerivedKeys``). Those keys are written locally but not
+to the changelog; applying the changelog (restore, standbys) derives them again. A changelog
+written before a family was derived still holds its keys: they are applied like any other
+(the same ones the derivation writes).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from streamtide.errors import StoreError
@@ -62,10 +70,42 @@ def buffer_columns(buffer: WriteBuffer) -> ChangelogColumns:
     return keys, values, headers
 
 
-def apply_changelog(store: KeyValueBytesStore, records: Iterable[ChangelogRecord]) -> int:
-    """Apply changelog records to a local store in order, batching puts; returns the count."""
+@dataclass(frozen=True)
+class DerivedKeys:
+    """Keys starting with ``prefix`` are derived: ``derive(key, value)`` gives, for a logged
+    put or tombstone, the derived key's put or tombstone (None: the key derives none)."""
+
+    prefix: bytes
+    derive: Callable[[bytes, bytes | None], tuple[bytes, bytes | None] | None]
+
+    def unlogged(self, records: ChangelogColumns, range_deletes: int) -> ChangelogColumns:
+        """``records`` (range deletes first, then puts in key order) without the derived
+        keys' puts: they are one run of the sorted keys."""
+        keys, values, headers = records
+        prefix = self.prefix
+        start = bisect_left(keys, prefix, range_deletes)
+        stop = start
+        while stop < len(keys) and keys[stop].startswith(prefix):
+            stop += 1  # (a derived family is a prefix: find its end without a bound key)
+        if start == stop:
+            return records
+        return (
+            keys[:start] + keys[stop:],
+            values[:start] + values[stop:],
+            headers[:start] + headers[stop:],
+        )
+
+
+def apply_changelog(
+    store: KeyValueBytesStore,
+    records: Iterable[ChangelogRecord],
+    derived: DerivedKeys | None = None,
+) -> int:
+    """Apply changelog records to a local store in order, batching puts, with the keys
+    ``derived`` derives from them; returns the count of changelog records."""
     count = 0
     puts: list[tuple[bytes, bytes | None]] = []
+    derive = derived.derive if derived is not None else None
     for key, value, headers in records:
         count += 1
         if headers and value is None:
@@ -77,6 +117,10 @@ def apply_changelog(store: KeyValueBytesStore, records: Iterable[ChangelogRecord
                 store.delete_range(key, end)
                 continue
         puts.append((key, value))
+        if derive is not None:
+            pair = derive(key, value)
+            if pair is not None:
+                puts.append(pair)
     if puts:
         store.put_all(puts)
     return count
@@ -116,6 +160,8 @@ class ChangeLoggingKeyValueBytesStore(BytesLayoutStore, KeyValueBytesStore):
         super().__init__(inner)
         self._writes = WriteBuffer()
         self._sent = WriteBuffer()
+        #: keys kept out of the changelog and derived again when it is applied
+        self.derived: DerivedKeys | None = None
         self._buffering = True
         self._clean = True  # both buffers empty: reads go straight to the local store
 
@@ -146,7 +192,8 @@ class ChangeLoggingKeyValueBytesStore(BytesLayoutStore, KeyValueBytesStore):
 
     @property
     def pending(self) -> int:
-        """Changelog records the current batch's writes will take."""
+        """Buffered writes of the current batch (its changelog records, and the derived
+        keys among them, which are not logged)."""
         return len(self._writes)
 
     @property
@@ -164,6 +211,8 @@ class ChangeLoggingKeyValueBytesStore(BytesLayoutStore, KeyValueBytesStore):
         if not writes:
             return [], [], []
         records = buffer_columns(writes)
+        if self.derived is not None:
+            records = self.derived.unlogged(records, len(writes.range_deletes))
         if self._sent:
             self._sent.absorb(writes)
             writes.clear()

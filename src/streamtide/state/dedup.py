@@ -12,6 +12,10 @@ even for negative times. The length prefix keeps ids apart that are prefixes of 
 which makes "the entries of one id between two times" a single range scan of the base family,
 and "every entry older than T" a single range scan from the start of the index family.
 
+The index is derived from the base family: it is written locally but kept out of the changelog
+(``INDEX_KEYS``), and applying the changelog (restore, standbys) writes it again, so a stored
+entry costs two changelog records over its life (its put and its tombstone), not four.
+
 The origin is where the stored record came from (topic, partition, offset), or "none" for a
 record a punctuator produced; it is what lets a task recognise its own record when it
 reprocesses it after a crash (docs/deduplication.md).
@@ -26,6 +30,8 @@ from dataclasses import dataclass
 from streamtide.errors import StoreError
 from streamtide.processor.api import StateStoreContext
 from streamtide.record import RecordMetadata
+from streamtide.state.api import KeyValueBytesStore
+from streamtide.state.changelogging import ChangeLoggingKeyValueBytesStore, DerivedKeys
 from streamtide.state.encoding import MAX_LONG, MIN_LONG, decode_key, encode_key, encode_long
 from streamtide.state.encoding import decode_long as decode_ts
 from streamtide.state.layout import BytesLayoutStore
@@ -49,6 +55,18 @@ def encode_ts(ts: int) -> bytes:
 
 def _id_prefix(dedup_id: bytes) -> bytes:
     return _BASE + encode_key(dedup_id)
+
+
+def _index_of(key: bytes, value: bytes | None) -> tuple[bytes, bytes | None] | None:
+    """The index key's put (or tombstone) that a base key's put (or tombstone) implies."""
+    if key[:1] != _BASE or len(key) < 13:
+        return None
+    dedup_id, offset = decode_key(key, 1)
+    return _INDEX + key[offset : offset + 8] + dedup_id, None if value is None else _MARKER
+
+
+#: The time index, derived from the base family (``state.changelogging.DerivedKeys``).
+INDEX_KEYS = DerivedKeys(_INDEX, _index_of)
 
 
 def encode_origin(origin: RecordMetadata | None) -> bytes:
@@ -91,6 +109,11 @@ class DedupStore(BytesLayoutStore):
     #: Index keys below this are known deleted in this open session, so a purge starts here
     #: instead of re-walking the tombstones of every earlier purge (reset on every open).
     _purged_below: bytes = _INDEX
+
+    def __init__(self, inner: KeyValueBytesStore) -> None:
+        super().__init__(inner)
+        if isinstance(inner, ChangeLoggingKeyValueBytesStore):
+            inner.derived = INDEX_KEYS
 
     def init(self, context: StateStoreContext) -> None:
         self._purged_below = _INDEX
