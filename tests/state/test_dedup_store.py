@@ -349,3 +349,33 @@ def test_purges_in_a_long_batch_do_not_rewalk_earlier_tombstones(kind: str, monk
         assert examined <= 4 * records, f"{examined} buffered keys examined"
         assert [e.timestamp for e in store.entries()] == list(range(records - 11, records))
         store.close()
+
+
+def test_the_time_index_stays_out_of_the_changelog_and_is_derived_when_applied() -> None:
+    """Writes, purges and a replay: the changelog holds only entries (two records per entry
+    over its life); applying it, or a changelog of an older release that logged the index
+    too, gives the same bytes, index included."""
+    from streamtide.state.changelogging import ChangeLoggingKeyValueBytesStore, apply_changelog
+    from streamtide.state.dedup import INDEX_KEYS
+
+    logged = ChangeLoggingKeyValueBytesStore(KeyValueBytesStoreSupplier("d", "in_memory").get())
+    logged.open_standalone(buffered=True)
+    store = DedupStore(logged)
+    changelog: list[tuple[bytes, bytes | None, tuple]] = []
+    for step in range(6):
+        store.write_entries([(b"id%d" % i, step * 100 + i, ("in", 0, i), True) for i in range(5)])
+        store.purge_expired(step * 100 - 150)
+        keys, values, headers = logged.take_changelog_columns()
+        changelog += zip(keys, values, headers)
+        logged.apply_sent()
+    assert changelog and all(key[:1] == b"\x01" for key, _, _ in changelog)
+    assert len(changelog) == 30 + 2 * 5 * 2  # 30 puts; tombstones of the 20 purged
+    for records in (changelog, [*changelog, *old_index_records(store)]):
+        replica = DedupStore(KeyValueBytesStoreSupplier("r", "in_memory").get()).open_standalone()
+        apply_changelog(replica.inner, records, INDEX_KEYS)
+        assert list(replica.inner.all()) == list(logged.inner.all())
+
+
+def old_index_records(store: DedupStore) -> list[tuple[bytes, bytes | None, tuple]]:
+    """The index records a changelog of an older release also held for the live entries."""
+    return [(k, v, ()) for k, v in store.inner.range(b"\x02", b"\x03")]
