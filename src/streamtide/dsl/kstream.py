@@ -18,6 +18,7 @@ from streamtide.dsl.params import (
 from streamtide.dsl.printed import Printed, PrintOperator
 from streamtide.errors import TopologyError
 from streamtide.processor.api import ProcessorSupplier
+from streamtide.processor.nodes import Partitioner
 from streamtide.processor.topic_name import TopicChooser
 from streamtide.serde import Serde
 
@@ -264,6 +265,8 @@ class KStream:
             repartitioned.key_serde or self.key_serde,
             repartitioned.value_serde or self.value_serde,
             drop_null_keys=False,
+            partitions=repartitioned.num_partitions,
+            partitioner=repartitioned.partitioner,
         )
 
     def through_repartition_topic(
@@ -273,8 +276,12 @@ class KStream:
         value_serde: Serde | None,
         *,
         drop_null_keys: bool = True,
+        partitions: int | None = None,
+        partitioner: Partitioner | None = None,
     ) -> KStream:
-        """Sink into ``<base_name>-repartition`` and read it back in a new sub-topology."""
+        """Sink into ``<base_name>-repartition`` and read it back in a new sub-topology
+        (``partitions``: the topic's partition count, else the engine's choice;
+        ``partitioner``: where each record goes, else by its serialized key)."""
         builder = self.builder
         topology = builder.topology
         topic = f"{base_name}-repartition"
@@ -282,7 +289,7 @@ class KStream:
             raise TopologyError(
                 f"repartition topic {topic!r} already exists; give this operation another name"
             )
-        topology.add_internal_topic(topic)
+        topology.add_internal_topic(topic, partitions)
         upstream = self.node
         if drop_null_keys:
             filter_name = f"{base_name}-repartition-filter"
@@ -290,7 +297,14 @@ class KStream:
             upstream = filter_name
         sink = f"{base_name}-repartition-sink"
         source = f"{base_name}-repartition-source"
-        topology.add_sink(sink, topic, upstream, key_serde=key_serde, value_serde=value_serde)
+        topology.add_sink(
+            sink,
+            topic,
+            upstream,
+            key_serde=key_serde,
+            value_serde=value_serde,
+            partitioner=partitioner,
+        )
         topology.add_source(source, topic, key_serde=key_serde, value_serde=value_serde)
         return KStream(builder, source, key_serde, value_serde, False)
 

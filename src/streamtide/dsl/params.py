@@ -160,12 +160,15 @@ class Joined:
 
 @dataclass(frozen=True)
 class Repartitioned:
-    """Name, serdes and partition count of an explicit ``KStream.repartition``."""
+    """Name, serdes, partition count and partitioner of an explicit ``KStream.repartition``.
+    Without a count the topic gets the upstream's (or, before a join, the other side's)."""
 
     key_serde: Serde | None = None
     value_serde: Serde | None = None
     name: str | None = None
     num_partitions: int | None = None
+    #: ``partitioner(key, value, key_bytes, num_partitions) -> partition or None``
+    partitioner: Partitioner | None = None
 
     @classmethod
     def with_(
@@ -186,6 +189,16 @@ class Repartitioned:
         if num_partitions < 1:
             raise TopologyError(f"num_partitions must be at least 1, got {num_partitions}")
         return replace(self, num_partitions=num_partitions)
+
+    def with_stream_partitioner(self, partitioner: Partitioner) -> Repartitioned:
+        """Place each record with ``partitioner`` (None from it: by the serialized key)."""
+        if not callable(partitioner):
+            raise TopologyError(f"a stream partitioner must be callable, got {partitioner!r}")
+        return replace(self, partitioner=partitioner)
+
+    @classmethod
+    def number_of_partitions(cls, num_partitions: int) -> Repartitioned:
+        return cls().with_number_of_partitions(num_partitions)
 
 
 @dataclass(frozen=True)

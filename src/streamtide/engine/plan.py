@@ -77,7 +77,9 @@ def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stag
         for sink in sub.sink_topics:
             physical = topology.resolve_topic(sink, app)
             if sink in topology.internal_topics:
-                count = copartitioned.get(physical, partitions)
+                count = topology.internal_topic_partitions.get(sink) or copartitioned.get(
+                    physical, partitions
+                )
                 internal_partitions[physical] = count
                 log_.create_topic(
                     physical, count, exist_ok=True, configs={**REPARTITION_CONFIGS, **overrides}
@@ -127,7 +129,9 @@ def copartitioned_counts(topology: Topology, app: str, log_: Log) -> dict[str, i
             log_.partitions(t) for t in topics - topology.internal_topics if log_.has_topic(t)
         ]
         if external:
-            for topic in topics & topology.internal_topics:
+            for topic in (topics & topology.internal_topics) - set(
+                topology.internal_topic_partitions
+            ):
                 counts[topology.resolve_topic(topic, app)] = max(external)
     return counts
 

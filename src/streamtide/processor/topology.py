@@ -75,6 +75,8 @@ class Topology:
     _store_users: dict[str, list[str]] = field(default_factory=dict)
     _topic_sources: dict[str, str] = field(default_factory=dict)
     internal_topics: set[str] = field(default_factory=set)
+    #: internal topics created with a partition count of their own (``Repartitioned``)
+    internal_topic_partitions: dict[str, int] = field(default_factory=dict)
     #: topics that must have equal partition counts (a join's inputs), with what needs it;
     #: a pattern source's topics appear as its mark (``copartition_groups`` resolves them)
     _copartition_declared: list[tuple[frozenset[str], str]] = field(default_factory=list)
@@ -246,9 +248,12 @@ class Topology:
         """The (logical) source topic that is ``store_name``'s changelog, if it has one."""
         return self._source_changelogs.get(store_name)
 
-    def add_internal_topic(self, name: str) -> Topology:
-        """Mark a topic as internal: its real name is prefixed with the application id."""
+    def add_internal_topic(self, name: str, partitions: int | None = None) -> Topology:
+        """Mark a topic as internal: its real name is prefixed with the application id.
+        ``partitions``: create it with that many partitions (else as the engine plans)."""
         self.internal_topics.add(name)
+        if partitions is not None:
+            self.internal_topic_partitions[name] = partitions
         return self
 
     def upstream_source_topics(self, node: str) -> set[str]:
