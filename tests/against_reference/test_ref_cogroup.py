@@ -26,18 +26,31 @@ def count_rekeyed(key: Any, value: Any, agg: Any) -> Any:
     return {"sum": agg["sum"], "seen": agg["seen"] + [f"r{value['i']}"]}
 
 
-def cogroup_plan() -> Plan:
-    plan = Plan()
+def cogrouped(plan: Plan, windows: Any = None, final: bool = False) -> Any:
+    """Three grouped streams into one aggregation: small and large clicks by key (from one
+    topic), views re-keyed; per key, or per window of ``windows``."""
     clicks, views = plan.stream("clicks"), plan.stream("views")
     small = clicks.filter(lambda k, v: v["n"] < 5).group_by_key()
     large = clicks.filter(lambda k, v: v["n"] >= 5).group_by_key()
     rekeyed = views.select_key(lambda k, v: "abcd"[v["n"] % 4]).group_by_key()
-    table = small.cogroup(
+    return small.cogroup(
         [(large, minus_n), (rekeyed, count_rekeyed)],
         add_n,
         lambda: {"sum": 0, "seen": []},
         "cogrouped",
+        windows=windows,
+        merger=merge_sums if isinstance(windows, SessionWindowSpec) else None,
+        final=final,
     )
+
+
+def merge_sums(key: Any, left: Any, right: Any) -> Any:
+    return {"sum": left["sum"] + right["sum"], "seen": left["seen"] + right["seen"]}
+
+
+def cogroup_plan() -> Plan:
+    plan = Plan()
+    table = cogrouped(plan)
     table.to_stream().to("cogrouped")
     table.filter(lambda k, v: v["sum"] > 3).to_stream().to("positive")
     return plan
@@ -48,30 +61,13 @@ test_cogroup_on_the_test_driver, test_cogroup_on_the_engine = on_driver_and_engi
 )
 
 
-def merge_sums(key: Any, left: Any, right: Any) -> Any:
-    return {"sum": left["sum"] + right["sum"], "seen": left["seen"] + right["seen"]}
-
-
 def windowed_cogroup_plan(windows: Any, final: bool = False) -> Callable[[], Plan]:
     """The cogroup above cut into ``windows`` (KIP-150's windowed cogroups): per window, each
     input folds with its own aggregator into the one window store."""
 
     def plan_of() -> Plan:
         plan = Plan()
-        clicks, views = plan.stream("clicks"), plan.stream("views")
-        small = clicks.filter(lambda k, v: v["n"] < 5).group_by_key()
-        large = clicks.filter(lambda k, v: v["n"] >= 5).group_by_key()
-        rekeyed = views.select_key(lambda k, v: "abcd"[v["n"] % 4]).group_by_key()
-        table = small.cogroup(
-            [(large, minus_n), (rekeyed, count_rekeyed)],
-            add_n,
-            lambda: {"sum": 0, "seen": []},
-            "cogrouped",
-            windows=windows,
-            merger=merge_sums if isinstance(windows, SessionWindowSpec) else None,
-            final=final,
-        )
-        table.to_stream().to("cogrouped", "windowed")
+        cogrouped(plan, windows, final).to_stream().to("cogrouped", "windowed")
         return plan
 
     return plan_of
