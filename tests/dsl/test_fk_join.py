@@ -276,9 +276,7 @@ def test_shouldEmitRecordWhenOldAndNewFkDiffer(materialized, rejoin) -> None:
     with _driver(True, materialized, rejoin, extractor) as driver:
         run = Run(driver, materialized, rejoin)
         subscriptions = next(
-            name
-            for name in driver.topology.store_builders
-            if name.endswith("-subscription-store")
+            name for name in driver.topology.store_builders if name.endswith("-subscription-store")
         )
         store = driver.get_key_value_store(subscriptions)
         key = combined_key(b"rhs1", b"lhs1")
