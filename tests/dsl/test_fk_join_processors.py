@@ -222,6 +222,8 @@ def foreign_side():
 
 
 HASH = b"\x01" * 16
+#: the answer to pk1's subscription at time 3 when fk1 has no foreign row
+ANSWER = ("pk1", Response(HASH, None, 0), 3)
 
 
 @pytest.mark.parametrize(
@@ -253,9 +255,9 @@ def test_SubscriptionReceiveProcessorSupplierTest(foreign_side, instruction, ans
 @pytest.mark.parametrize(
     ("instruction", "expected"),
     [
-        pytest.param(DKAP, [("pk1", Response(HASH, None, 0), 3)], id="shouldDeleteKeyAndPropagateFKV1"),
+        pytest.param(DKAP, [ANSWER], id="shouldDeleteKeyAndPropagateFKV1"),
         pytest.param(POIA, [], id="shouldPropagateOnlyIfFKAvailableV1"),
-        pytest.param(PNIN, [("pk1", Response(HASH, None, 0), 3)], id="shouldPropagateNullIfNoFKAvailableV1"),
+        pytest.param(PNIN, [ANSWER], id="shouldPropagateNullIfNoFKAvailableV1"),
         pytest.param(DKNP, [], id="shouldDeleteKeyNoPropagateV1"),
     ],
 )  # fmt: skip
