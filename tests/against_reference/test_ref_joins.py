@@ -165,3 +165,23 @@ VERSIONED_EVENTS = events(topics=("clicks", "users"), tombstones=("users",))
 test_versioned_join_on_the_test_driver, test_versioned_join_on_the_engine = on_driver_and_engine(
     "versioned-join", versioned_join_plan, VERSIONED_EVENTS
 )
+
+
+def foreign_key_plan() -> Plan:
+    """Foreign-key joins (KIP-213), inner and left, on one left table: the foreign key is
+    one of the foreign table's keys, or None for ``n == 9``."""
+    plan = Plan()
+    orders, customers = plan.table("orders", store="orders"), plan.table("customers")
+    fk = lambda v: None if v["n"] == 9 else "abcd"[v["n"] % 4]  # noqa: E731
+    orders.fk_join(customers, fk, pair, "fk-inner").to_stream().to("fk-inner")
+    orders.fk_join(customers, fk, pair, "fk-left", left=True, store="fk-left").to_stream().to(
+        "fk-left"
+    )
+    return plan
+
+
+FOREIGN_KEY = events(topics=("orders", "customers"), tombstones=("orders", "customers"))
+
+test_foreign_key_joins_on_the_test_driver, test_foreign_key_joins_on_the_engine = (
+    on_driver_and_engine("foreign_key_joins", foreign_key_plan, FOREIGN_KEY)
+)
