@@ -9,14 +9,17 @@ the row's.
 
 What a left update sends (Kafka's ``leftJoinInstructions``/``defaultJoinInstructions``):
 
-- left join, an old value: to the old foreign key, if it differs from the new one (None for
-  a deletion), an unsubscription that is answered (``delete_and_answer``); then a
-  subscription to the new foreign key, answered with None when it has no row.
+- left join, an old value: to the old foreign key, if it differs from the new one, an
+  unsubscription, answered (``delete_and_answer``) only when the new foreign key is None
+  (a deletion too), else silent (Kafka answers it as well, which races with the new key's
+  answer across partitions); then a subscription to the new foreign key, answered with
+  None when it has no row.
 - left join, no old value: a subscription to the new foreign key (may be None), answered
   with None when it has no row.
-- inner join, an old value: dropped (counted) when the old or the new foreign key is None;
-  a deletion sends ``delete_and_answer`` to the old key; else a silent unsubscription from
-  an old key that differs, and a subscription answered with None when the key has no row.
+- inner join, an old value: a deletion sends ``delete_and_answer`` to the old key (to None:
+  ``answer_or_none``); else a silent unsubscription from an old key that differs, and a
+  subscription (to None too) answered with None when the key has no row. (Kafka drops these
+  updates when the old or the new key is None, leaving a result that is no longer true.)
 - inner join, no old value: dropped when the foreign key is None, else a subscription
   answered only when the key has a row.
 
@@ -70,15 +73,15 @@ class FkSubscribe(Node):
             differs = key_bytes(new_fk) != key_bytes(old_fk)
             if left:
                 if old_fk is not None and differs:
-                    sends.append((old_fk, DELETE_AND_ANSWER))
+                    moved = DELETE_AND_ANSWER if new_fk is None else DELETE_SILENTLY
+                    sends.append((old_fk, moved))
                 sends.append((new_fk, ANSWER_OR_NONE))
-            elif old_fk is None or (new is not None and new_fk is None):
-                task.count("dropped-records")
-                return
             elif new is None:
-                sends.append((old_fk, DELETE_AND_ANSWER))
+                sends.append(
+                    (None, ANSWER_OR_NONE) if old_fk is None else (old_fk, DELETE_AND_ANSWER)
+                )
             else:
-                if differs:
+                if old_fk is not None and differs:
                     sends.append((old_fk, DELETE_SILENTLY))
                 sends.append((new_fk, ANSWER_OR_NONE))
         elif new is not None:

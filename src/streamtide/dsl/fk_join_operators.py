@@ -54,12 +54,25 @@ def _serde(context: ProcessorContext, serde: Serde | None, key: bool) -> Serde:
 
 
 class SubscriptionSendOperator(ColumnOperator):
-    """Turns each update of the left table into the subscriptions Kafka sends: on a new
-    foreign key, an unsubscription from the old one (an inner join's silent, a left join's
-    answered with a retraction) and a subscription to the new one; a deleted row
-    unsubscribes; an inner join drops a row whose foreign key is None, a left join
-    subscribes it to None (answered with None by whichever partition gets it). The rules
-    are Kafka's, case by case (``leftJoinInstructions``, ``defaultJoinInstructions``)."""
+    """Turns each update of the left table into subscriptions, so that every update of a
+    row that existed before is answered for its new value (and so ends the row's result):
+
+    - a row moving from one foreign key to another unsubscribes from the old one silently
+      and subscribes to the new one, answered with None when it has no row;
+    - a row whose foreign key is None subscribes to None: answered with None on this
+      partition (it touches no store), making ``joiner(value, None)`` in a left join and a
+      tombstone in an inner join;
+    - a deleted row unsubscribes from its foreign key, answered with None (a tombstone);
+    - a new row subscribes to its foreign key; an inner join's is answered only if the
+      foreign row exists, and a new row without foreign key is dropped (counted).
+
+    These are Kafka's rules (``leftJoinInstructions``, ``defaultJoinInstructions``) except
+    where Kafka leaves a result that is no longer true, or one that depends on the order in
+    which partitions answer: Kafka's inner join drops every update whose old or new foreign
+    key is None (so a row whose foreign key becomes None keeps its last result, and never
+    joins again), and its left join has the old key answer a move between two foreign keys
+    too, with ``joiner(value, None)``, from another partition than the new key's answer,
+    which it can overwrite for good when it arrives last."""
 
     def __init__(
         self,
@@ -106,15 +119,19 @@ class SubscriptionSendOperator(ColumnOperator):
                         new_fk = None if new is None else extract(new)
                         if left_join:
                             if old_fk is not None and serialize_fk(new_fk) != serialize_fk(old_fk):
-                                sends.append((old_fk, DELETE_KEY_AND_PROPAGATE))
+                                # answered only without a new foreign key (see the docstring)
+                                moved = DELETE_KEY_AND_PROPAGATE
+                                if new_fk is not None:
+                                    moved = DELETE_KEY_NO_PROPAGATE
+                                sends.append((old_fk, moved))
                             sends.append((new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE))
-                        elif old_fk is None or (new is not None and new_fk is None):
-                            dropped += 1
-                            continue
                         elif new is None:
-                            sends.append((old_fk, DELETE_KEY_AND_PROPAGATE))
+                            if old_fk is None:  # answered on this partition: a tombstone
+                                sends.append((None, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE))
+                            else:
+                                sends.append((old_fk, DELETE_KEY_AND_PROPAGATE))
                         else:
-                            if serialize_fk(new_fk) != serialize_fk(old_fk):
+                            if old_fk is not None and serialize_fk(new_fk) != serialize_fk(old_fk):
                                 sends.append((old_fk, DELETE_KEY_NO_PROPAGATE))
                             sends.append((new_fk, PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE))
                     else:
