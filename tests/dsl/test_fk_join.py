@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import pytest
 
-from streamtide import Consumed, Materialized, Produced, Serdes, StreamsBuilder, StreamsConfig
+from streamtide import (
+    Consumed,
+    Materialized,
+    Produced,
+    Serdes,
+    StreamsBuilder,
+    StreamsConfig,
+    TableJoined,
+    TopologyError,
+)
 from streamtide.dsl.fk_wire import combined_key
 from streamtide.testing import TopologyTestDriver
 
@@ -288,3 +297,26 @@ def test_shouldEmitRecordWhenOldAndNewFkDiffer(materialized, rejoin) -> None:
         assert run.output() == {"lhs1": ("(lhsValue1|returnNull,null)", BASE)}
         assert run.store() in ({"lhs1": "(lhsValue1|returnNull,null)"}, None)
         assert store.get(key) is None
+
+
+def test_a_stream_aggregation_cannot_be_the_left_side() -> None:
+    """Its updates carry no old values, so a row could never unsubscribe (refused at build
+    time, as ``group_by`` of it is)."""
+    builder = StreamsBuilder()
+    counts = builder.stream("clicks", Consumed.with_(S, S)).group_by_key().count()
+    right = builder.table(RIGHT, Consumed.with_(S, S))
+    with pytest.raises(TopologyError, match="old values"):
+        counts.join(right, str, lambda a, b: a)
+
+
+def test_options_after_the_joiner_are_checked() -> None:
+    builder = StreamsBuilder()
+    left = builder.table(LEFT, Consumed.with_(S, S))
+    right = builder.table(RIGHT, Consumed.with_(S, S))
+    with pytest.raises(TypeError, match="TableJoined"):
+        left.join(right, _split, lambda a, b: a, 42)
+    with pytest.raises(TypeError, match="foreign-key joins"):
+        left.join(right, lambda a, b: a, TableJoined.as_("x"))
+    joined = left.join(right, _split, lambda a, b: a, "named", Materialized.as_("kept"))
+    assert joined.store_name == "kept"
+    assert "named-subscription-registration-topic" in builder.topology.internal_topics

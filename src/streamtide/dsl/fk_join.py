@@ -135,7 +135,12 @@ def foreign_key_join(
         topology.add_internal_topic(topic)
     # Old values: the left side's to unsubscribe from a previous foreign key, the foreign
     # side's as Kafka asks (both tables get a store to be looked up in).
-    left.origin.enable_sending_old_values(True)
+    if not left.origin.enable_sending_old_values(True):
+        raise TopologyError(
+            f"a foreign-key join needs a left table whose updates carry old values (to "
+            f"unsubscribe from a previous foreign key); table {left.node!r} is the result of "
+            f"a stream aggregation, which does not send them"
+        )
     foreign.origin.enable_sending_old_values(True)
     left_view, foreign_view = left.origin.view(), foreign.origin.view()
     for view in (left_view, foreign_view):

@@ -355,7 +355,7 @@ class KTable:
             return foreign_key_join(
                 self, other, joiner, named, kind == "left", table_joined, stored
             )
-        if options or isinstance(materialized, TableJoined):
+        if options or isinstance(named, TableJoined) or isinstance(materialized, TableJoined):
             raise TypeError("TableJoined and extra options belong to foreign-key joins")
         from streamtide.dsl.table_table_joins import table_table_join
 
