@@ -28,6 +28,7 @@ from streamtide.dsl import (
     StreamJoined,
     StreamsBuilder,
     Suppressed,
+    TableJoined,
     TimeWindows,
 )
 from streamtide.dsl.process_values import KeyChangedError
@@ -125,6 +126,7 @@ __all__ = [
     "StreamsProcessingError",
     "StreamtideError",
     "Suppressed",
+    "TableJoined",
     "TimeWindows",
     "TimestampExtractor",
     "TopicNameExtractor",

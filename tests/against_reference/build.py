@@ -23,6 +23,7 @@ from streamtide import (
     StreamJoined,
     StreamsBuilder,
     Suppressed,
+    TableJoined,
     TimeWindows,
     Topology,
 )
@@ -245,6 +246,15 @@ class _Builder:
         if op == "table_join":
             kind = {"join": "join", "left_join": "left_join", "outer_join": "outer_join"}[a["kind"]]
             return getattr(this, kind)(other, a["joiner"], materialized=stored(a["store"], "json"))
+        if op == "fk_join":
+            method = this.left_join if a["left"] else this.join
+            return method(
+                other,
+                a["extractor"],
+                a["joiner"],
+                TableJoined.as_(a["name"]),
+                stored(a["store"], "json"),
+            )
         raise ValueError(f"no DSL call for plan step {op!r}")
 
 

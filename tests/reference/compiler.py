@@ -18,6 +18,7 @@ from typing import Any
 from tests.reference import stateless
 from tests.reference.aggregate import CogroupAggregate, KeyValueAggregate, PortAggregators
 from tests.reference.dedup import Dedup, id_bytes
+from tests.reference.fk_join import FkForeignUpdate, FkResolve, FkSubscribe, FkSubscriptions
 from tests.reference.graph import Graph
 from tests.reference.plan import Plan, SessionWindowSpec, SlidingWindowSpec, Step, TimeWindowSpec
 from tests.reference.processor_api import FixedKeyProcessorNode, ProcessorNode
@@ -342,6 +343,27 @@ class Compiler:
             self.enable_old_values(right, force=True)
         node = self.add(step, TableTableJoin, [left, right], sides=[left, right], **a)
         self.graph.nodes[node].links += [left, right]
+
+    def _fk_join(self, step: Step, a: dict[str, Any]) -> None:
+        """Kafka's foreign-key join topology: subscriptions to the foreign table's task,
+        answers back to the left table's (``fk_join.py``); the result is a table."""
+        left, foreign = self.input_of(step, 0), self.input_of(step, 1)
+        self.enable_old_values(left, force=True)
+        self.enable_old_values(foreign, force=True)
+        subscriptions = f"{a['name']}-subscription-registration-topic"
+        responses = f"{a['name']}-subscription-response-topic"
+        self.graph.internal |= {subscriptions, responses}
+        g = self.graph
+        g.add(FkSubscribe, [left], extractor=a["extractor"], left=a["left"], to_topic=subscriptions)
+        received = g.add(stateless.PassThrough, [], topic=subscriptions)
+        receiver = g.add(FkSubscriptions, [received], foreign=foreign, to_topic=responses)
+        g.nodes[receiver].links.append(foreign)
+        update = g.add(FkForeignUpdate, [foreign], subscriptions=receiver, to_topic=responses)
+        g.nodes[update].links.append(receiver)
+        answers = g.add(stateless.PassThrough, [], topic=responses)
+        resolve = g.add(FkResolve, [answers], joiner=a["joiner"], left=a["left"], table=left)
+        g.nodes[resolve].links.append(left)
+        self.add(step, TableSource, [resolve], store=a["store"], send_old=False)
 
     # ---- tables -----------------------------------------------------------------------------
 

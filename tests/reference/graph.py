@@ -3,7 +3,9 @@ repartition topics between them, and the groups of nodes (sub-topologies) that t
 
 A group is a set of nodes connected other than through a repartition topic (parent edges,
 and a join's lookups into a table of the same task). Groups run in dependency order: one
-that reads a repartition topic after the groups that write it.
+that reads a repartition topic after the groups that write it; groups that read each
+other's topics in a cycle (a foreign-key join) in creation order, the first reading what
+the others wrote in earlier batches.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ class Graph:
                     reads[i] & writes[o] for o in range(len(groups)) if o not in order and o != i
                 )
             ]
-            if not ready:
-                raise ValueError("the plan's repartitions form a cycle")
+            if not ready:  # a cycle (a foreign-key join): creation order, as the product
+                ready = [i for i in range(len(groups)) if i not in order]
             order.append(ready[0])
         self.groups = [groups[i] for i in order]

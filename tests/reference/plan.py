@@ -387,6 +387,22 @@ class TableRef(_Ref):
         """``kind``: ``"join"``, ``"left_join"`` or ``"outer_join"``."""
         return self._add(TableRef, "table_join", other, joiner=joiner, kind=kind, store=store)
 
+    def fk_join(
+        self,
+        other: TableRef,
+        extractor: Fn,
+        joiner: Fn,
+        name: str,
+        left: bool = False,
+        store: str | None = None,
+    ) -> TableRef:
+        """``join``/``left_join(other, extractor, joiner, TableJoined.as_(name))`` on the
+        foreign key ``extractor(value)`` (KIP-213)."""
+        return self._add(
+            TableRef, "fk_join", other, extractor=extractor, joiner=joiner, name=name,
+            left=left, store=store,
+        )  # fmt: skip
+
 
 class GroupedTableRef(_Ref):
     def count(self, store: str) -> TableRef:

@@ -216,6 +216,10 @@ class ReferenceRun:
     def _partition(self, topic: str, rec: Rec, sink: dict[str, Any]) -> int | None:
         if self.partitions == 1:
             return 0
+        to = sink.get("partition_to")
+        chosen = None if to is None else to(rec)
+        if chosen is not None:
+            return chosen % self.partitions
         by = sink.get("partition_by")
         data = by(rec) if by is not None else partition_key_bytes(rec.key, sink["key"])
         if data is None:

@@ -18,6 +18,7 @@ from streamtide.dsl.params import (
     Named,
     Produced,
     Repartitioned,
+    TableJoined,
 )
 from streamtide.dsl.printed import Printed
 from streamtide.dsl.sliding_windowed import SlidingWindowedKStream
@@ -52,6 +53,7 @@ __all__ = [
     "StreamJoined",
     "StreamsBuilder",
     "Suppressed",
+    "TableJoined",
     "TimeWindowedKStream",
     "TimeWindows",
 ]

@@ -16,6 +16,7 @@ from streamtide.dsl.params import (
     Grouped,
     Materialized,
     Named,
+    TableJoined,
     ensure_callable,
     named_of,
 )
@@ -312,25 +313,53 @@ class KTable:
         self,
         other: KTable,
         joiner: Callable[[Any, Any], Any],
-        named: Named | str | None = None,
-        materialized: Materialized | None = None,
+        named: Named | str | Callable[[Any, Any], Any] | None = None,
+        materialized: Materialized | TableJoined | Named | str | None = None,
+        *options: TableJoined | Materialized | Named | str | None,
     ) -> KTable:
-        """Inner join on the key: ``joiner(value, other_value)`` while both have the key."""
-        from streamtide.dsl.table_table_joins import table_table_join
+        """Inner join on the key: ``joiner(value, other_value)`` while both have the key.
 
-        return table_table_join(self, other, joiner, "inner", named, materialized)
+        ``join(other, foreign_key_extractor, joiner[, TableJoined | name][, Materialized])``
+        joins on a foreign key instead: each row with ``other``'s row of
+        ``foreign_key_extractor(value)`` (KIP-213, ``dsl/fk_join.py``)."""
+        return self._join(other, joiner, named, materialized, options, "inner")
 
     def left_join(
         self,
         other: KTable,
         joiner: Callable[[Any, Any], Any],
-        named: Named | str | None = None,
-        materialized: Materialized | None = None,
+        named: Named | str | Callable[[Any, Any], Any] | None = None,
+        materialized: Materialized | TableJoined | Named | str | None = None,
+        *options: TableJoined | Materialized | Named | str | None,
     ) -> KTable:
-        """Left join on the key: ``joiner(value, other_value or None)`` while this has it."""
+        """Left join on the key: ``joiner(value, other_value or None)`` while this has it.
+
+        ``left_join(other, foreign_key_extractor, joiner, ...)`` joins on a foreign key as
+        ``join`` does, keeping rows without a foreign row (or foreign key) as
+        ``joiner(value, None)``."""
+        return self._join(other, joiner, named, materialized, options, "left")
+
+    def _join(
+        self,
+        other: KTable,
+        joiner: Callable[[Any, Any], Any],
+        named: Any,
+        materialized: Any,
+        options: tuple[Any, ...],
+        kind: str,
+    ) -> KTable:
+        if callable(named) and not isinstance(named, (Named, str)):
+            from streamtide.dsl.fk_join import foreign_key_join, foreign_key_options
+
+            table_joined, stored = foreign_key_options(materialized, *options)
+            return foreign_key_join(
+                self, other, joiner, named, kind == "left", table_joined, stored
+            )
+        if options or isinstance(named, TableJoined) or isinstance(materialized, TableJoined):
+            raise TypeError("TableJoined and extra options belong to foreign-key joins")
         from streamtide.dsl.table_table_joins import table_table_join
 
-        return table_table_join(self, other, joiner, "left", named, materialized)
+        return table_table_join(self, other, joiner, kind, named, materialized)
 
     def outer_join(
         self,

@@ -159,6 +159,31 @@ class Joined:
 
 
 @dataclass(frozen=True)
+class TableJoined:
+    """Name and partitioners of a foreign-key table join (KIP-775): ``partitioner`` places
+    the left table's keys (the answers go back by it instead of to the partition the
+    subscription came from), ``other_partitioner`` the foreign table's (the subscriptions go
+    out by it). A partitioner is called ``(key, None, key_bytes, num_partitions)``."""
+
+    partitioner: Partitioner | None = None
+    other_partitioner: Partitioner | None = None
+    name: str | None = None
+
+    @classmethod
+    def with_(
+        cls, partitioner: Partitioner | None = None, other_partitioner: Partitioner | None = None
+    ) -> TableJoined:
+        return cls(partitioner, other_partitioner)
+
+    @classmethod
+    def as_(cls, name: str) -> TableJoined:
+        return cls(name=_name(name))
+
+    def with_name(self, name: str) -> TableJoined:
+        return replace(self, name=_name(name))
+
+
+@dataclass(frozen=True)
 class Repartitioned:
     """Name, serdes, partition count and partitioner of an explicit ``KStream.repartition``.
     Without a count the topic gets the upstream's (or, before a join, the other side's)."""

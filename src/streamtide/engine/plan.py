@@ -62,8 +62,19 @@ def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stag
             physical = topology.resolve_topic(topic, app)
             if topic in topology.internal_topics:
                 if physical not in internal_partitions:
-                    raise UnknownTopicError(
-                        f"internal topic {physical!r} is read before any stage writes it"
+                    # read before its writer runs (a foreign-key join's cycle): it has the
+                    # count of the topics it is co-partitioned with
+                    count = copartitioned.get(physical)
+                    if count is None:
+                        raise UnknownTopicError(
+                            f"internal topic {physical!r} is read before any stage writes it"
+                        )
+                    internal_partitions[physical] = count
+                    log_.create_topic(
+                        physical,
+                        count,
+                        exist_ok=True,
+                        configs={**REPARTITION_CONFIGS, **overrides},
                     )
                 counts.append(internal_partitions[physical])
             elif not log_.has_topic(physical):

@@ -468,7 +468,10 @@ class Topology:
 
     def _writers_first(self, groups: list[SubTopology]) -> list[SubTopology]:
         """The groups renumbered so that a sub-topology comes after those writing the internal
-        topics it reads (the engine runs them in this order); otherwise in creation order."""
+        topics it reads (the engine runs them in this order); otherwise in creation order.
+        Sub-topologies that read each other's topics in a cycle (a foreign-key join's
+        subscriptions and answers) keep their creation order: the first of them reads what
+        the others wrote in earlier batches."""
         writers = {t: g.id for g in groups for t in g.sink_topics if t in self.internal_topics}
         placed: list[SubTopology] = []
         done: set[int] = set()
@@ -479,10 +482,7 @@ class Topology:
                 if needs <= done:
                     break
             else:
-                raise TopologyError(
-                    "the sub-topologies read each other's internal topics in a cycle: "
-                    f"{[g.source_topics for g in pending]}"
-                )
+                group = pending[0]
             pending.remove(group)
             done.add(group.id)
             placed.append(group)
