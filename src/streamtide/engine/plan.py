@@ -64,7 +64,9 @@ def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stag
                 if physical not in internal_partitions:
                     # read before its writer runs (a foreign-key join's cycle): it has the
                     # count of the topics it is co-partitioned with
-                    count = copartitioned.get(physical)
+                    count = topology.internal_topic_partitions.get(topic) or copartitioned.get(
+                        physical
+                    )
                     if count is None:
                         raise UnknownTopicError(
                             f"internal topic {physical!r} is read before any stage writes it"
