@@ -70,6 +70,7 @@ from streamtide.engine.unit_ids import UnitKey
 from streamtide.engine.worker import make_work
 from streamtide.errors import ConfigError, FencedError, InvalidStateStoreError, StreamtideError
 from streamtide.log import open_log
+from streamtide.log.errors import LogError
 from streamtide.processor.punctuation import is_wall_clock_schedule
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState, offset_key
@@ -956,7 +957,11 @@ class StreamsApp:
                     str(last_error).splitlines()[0] if str(last_error) else repr(last_error),
                 )
             units: list[tuple[int, dict[str, Any], ExecutorInfo, int]] = []
-            unit_ids = self._unit_ids(plans, executors, assignment)
+            try:
+                unit_ids = self._unit_ids(plans, executors, assignment)
+            except LogError as exc:  # the broker, while fencing a moved task's unit: re-plan
+                last_error, cause = exc, None
+                continue
             for subtopology, ranges in plans.items():
                 stage = self.stages[subtopology]
                 for executor, slot, actives, standbys in slot_units(assignment, executors, stage):
