@@ -1,7 +1,8 @@
 """Counts of what a batch writes, for the benchmarks only: fsyncs (and their time), segment
 files (a partition's own or one shared by many) and bytes, manifest entries, log and store
-checkpoints, application-directory records, RocksDB write batches and WAL syncs, Kafka task
-commits and control-channel messages.
+checkpoints, application-directory records, RocksDB write batches and WAL syncs, Kafka commits
+(of a task, or of a work unit's tasks), producers created, transactions committed, offset sends
+and offset reads, and control-channel messages.
 
 Nothing in the product changes: ``install`` wraps ``os.fsync`` and a few functions of the
 file log, the stores and the control channel in the process it runs in. The driver's process
@@ -50,6 +51,10 @@ NAMES = (
     "rocksdb_puts",
     "rocksdb_wal_syncs",
     "kafka_task_commits",
+    "kafka_producers",
+    "kafka_transactions",
+    "kafka_offset_sends",
+    "kafka_offset_fetches",
     "messages_sent",
     "messages_received",
 )
@@ -156,6 +161,9 @@ def install(directory: Path) -> None:
         "streamtide.engine.continuous",
         "streamtide.engine.worker",
         "streamtide.runtime.kafka_task_commit",
+        "streamtide.runtime.kafka_unit_commit",
+        "streamtide.log.kafka_transaction",
+        "streamtide.log.kafka_group",
     ):
         try:
             __import__(module)
@@ -195,8 +203,22 @@ def install(directory: Path) -> None:
         _wrap_method(store, "sync", _count(counters, "rocksdb_wal_syncs"))
     kafka = sys.modules.get("streamtide.runtime.kafka_task_commit")
     task_commit = getattr(kafka, "KafkaTaskCommit", None)
-    if task_commit is not None:
+    if task_commit is not None and hasattr(task_commit, "commit"):
         _wrap_method(task_commit, "commit", _count(counters, "kafka_task_commits"))
+    unit = sys.modules.get("streamtide.runtime.kafka_unit_commit")
+    unit_commit = getattr(unit, "KafkaUnitCommit", None)
+    if unit_commit is not None:  # one commit of a work unit: every task it ran
+        _wrap_method(unit_commit, "commit", _count(counters, "kafka_task_commits"))
+    transaction = getattr(
+        sys.modules.get("streamtide.log.kafka_transaction"), "KafkaTransaction", None
+    )
+    if transaction is not None:  # the driver's fencing transactions count too
+        _wrap_method(transaction, "__init__", _count(counters, "kafka_producers"))
+        _wrap_method(transaction, "commit", _count(counters, "kafka_transactions"))
+        _wrap_method(transaction, "send_offsets", _count(counters, "kafka_offset_sends"))
+    group = getattr(sys.modules.get("streamtide.log.kafka_group"), "GroupOffsets", None)
+    if group is not None:
+        _wrap_method(group, "committed", _count(counters, "kafka_offset_fetches"))
     channel = sys.modules.get("streamtide.engine.channel")
     for name, counter in (("send_message", "messages_sent"), ("recv_message", "messages_received")):
         original = getattr(channel, name, None)

@@ -62,7 +62,10 @@ def write_summary(writes: dict[str, float]) -> str:
         f"{n('app_dir_records'):,.1f} application-directory records, "
         f"{n('rocksdb_write_batches'):,.1f} RocksDB write batches "
         f"(+{n('rocksdb_puts'):,.1f} single puts, {n('rocksdb_wal_syncs'):,.1f} WAL syncs), "
-        f"{n('kafka_task_commits'):,.1f} Kafka task commits, "
+        f"{n('kafka_task_commits'):,.1f} Kafka commits (Kafka: {n('kafka_producers'):,.1f} "
+        f"producers created, {n('kafka_transactions'):,.1f} transactions, "
+        f"{n('kafka_offset_sends'):,.1f} offset sends, {n('kafka_offset_fetches'):,.1f} offset "
+        "reads), "
         f"{n('messages_sent'):,.1f} control messages"
     )
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +25,7 @@ from streamtide.engine.app_dir import AppDirectory
 from streamtide.engine.committer import BatchCommitter
 from streamtide.engine.kafka_committer import KafkaBatchCommitter
 from streamtide.log.kafka_transaction import KafkaTransaction
-from streamtide.runtime.kafka_task_commit import KafkaTaskCommit
+from streamtide.runtime.kafka_unit_commit import KafkaUnitCommit
 from streamtide.runtime.task_host import TaskHost
 from tests.engine.local_driver import LocalDriver
 from tests.engine.scenarios import engine_config
@@ -47,8 +47,8 @@ class Step:
     meaning: str = ""
 
 
-def _task_transaction(txn: Any) -> bool:
-    return str(txn.where).startswith("task ")
+def _unit_transaction(txn: Any) -> bool:
+    return str(txn.where).startswith("work unit ")
 
 
 #: The steps of a batch on the file log, in the order a batch passes them.
@@ -77,43 +77,43 @@ KAFKA_STEPS = (
     ),
     Step("offsets", AppDirectory, "create_offsets", meaning="the stage's ranges are recorded"),
     Step(
-        "task-open",
-        KafkaTaskCommit,
+        "unit-open",
+        KafkaUnitCommit,
         "__init__",
-        meaning="a task's producer is initialised (fencing), its stores not restored yet",
+        meaning="a work unit's producer is initialised (fencing), its stores not restored yet",
     ),
     Step(
         "records-sent",
         KafkaTransaction,
         "send_offsets",
         after=False,
-        only=_task_transaction,
-        meaning="a task's records are in its open transaction, its offsets not yet",
+        only=_unit_transaction,
+        meaning="a work unit's records are in its open transaction, its offsets not yet",
     ),
     Step(
         "offsets-sent",
         KafkaTransaction,
         "send_offsets",
-        only=_task_transaction,
-        meaning="a task's records and offsets are in its open transaction",
+        only=_unit_transaction,
+        meaning="a work unit's records and offsets are in its open transaction",
     ),
     Step(
         "txn-committed",
         KafkaTransaction,
         "commit",
-        only=_task_transaction,
-        meaning="a task's transaction committed, its offsets not read back",
+        only=_unit_transaction,
+        meaning="a work unit's transaction committed, its offsets not read back",
     ),
     Step(
         "read-back",
-        KafkaTaskCommit,
+        KafkaUnitCommit,
         "_confirm",
-        meaning="a task read its committed offsets back, its stores not updated",
+        meaning="a work unit read its committed offsets back, its stores not updated",
     ),
     Step(
         "stores-applied",
         TaskHost,
-        "_commit_to_kafka",
+        "_apply_committed",
         meaning="a task applied its run's writes to its stores, its report not sent",
     ),
     Step("prepare", AppDirectory, "create_prepare", meaning="the prepare record (the reports)"),
@@ -175,20 +175,24 @@ class Hooks:
         setattr(owner, step.method, hooked)
 
     def _hook_fencing(self) -> None:
-        """``task-fenced``: after each task whose transactional id a starting driver
-        initialises."""
-        original = KafkaBatchCommitter.fence_tasks
+        """``task-fenced``: after each transactional id (a work unit's, or the first time a
+        task's) that a starting driver initialises."""
+        original = KafkaBatchCommitter.fence_work_units
+        fence = KafkaBatchCommitter._fence_id
         hooks = self
 
-        def fence_tasks(committer: KafkaBatchCommitter, task_ids: Any) -> None:
-            def each() -> Iterator[str]:
-                for task in task_ids:
-                    yield task
-                    hooks.passed("task-fenced")
+        def fence_work_units(committer: KafkaBatchCommitter, task_ids: Any) -> None:
+            def fenced(self: KafkaBatchCommitter, transactional_id: str) -> None:
+                fence(self, transactional_id)
+                hooks.passed("task-fenced")
 
-            original(committer, each())
+            KafkaBatchCommitter._fence_id = fenced  # type: ignore[method-assign]
+            try:
+                original(committer, task_ids)
+            finally:
+                KafkaBatchCommitter._fence_id = fence  # type: ignore[method-assign]
 
-        KafkaBatchCommitter.fence_tasks = fence_tasks  # type: ignore[method-assign]
+        KafkaBatchCommitter.fence_work_units = fence_work_units  # type: ignore[method-assign]
 
 
 def run(

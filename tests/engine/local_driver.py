@@ -14,6 +14,7 @@ from streamtide.engine.global_offsets import global_ends
 from streamtide.engine.kafka_committer import KafkaBatchCommitter
 from streamtide.engine.plan import Stage, make_plan
 from streamtide.engine.protocol import CommitRecord, Ranges, resume_batch
+from streamtide.engine.unit_ids import UnitKey
 from streamtide.log import open_log
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import offset_key
@@ -22,6 +23,9 @@ from streamtide.runtime.state_factory import make_task_stores
 from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
 
 CLIENT = "local"
+#: Work units per stage on Kafka (a stage's tasks spread over them, as over an executor's
+#: slots): one unit's transaction can commit while the other's does not.
+KAFKA_SLOTS = 2
 
 
 class LocalDriver:
@@ -36,7 +40,7 @@ class LocalDriver:
         self.committer = committer(self.app_dir, self.log, config.application_id)
         last = self.committer.start()
         if isinstance(self.committer, KafkaBatchCommitter):
-            self.committer.fence_tasks(t for stage in self.stages for t in stage.task_ids)
+            self.committer.fence_work_units(t for stage in self.stages for t in stage.task_ids)
         self.batch = resume_batch(last)
         # as StreamsApp starts: the last commit's states, or (on Kafka) what Kafka holds
         resumed = self.committer.resume_states(last, self._task_sources)
@@ -148,17 +152,34 @@ class LocalDriver:
         return ranges, {t: i for t in stage.source_topics if (i := self.log.topic_id(t))}
 
     def _execute(self, batch: int, stage: Stage, ranges: Ranges) -> list[tuple[str, dict]]:
-        spec = WorkUnitSpec(
-            batch,
-            stage.subtopology,
-            CLIENT,
-            [
-                ActiveSpec(t, {k: list(r) for k, r in ranges[t].items()}, self.states.get(t, {}))
-                for t in stage.task_ids
-            ],
-            global_ends=self.global_ends,
-        )
-        spec = WorkUnitSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
-        report = run_work_unit(self.topology, self.config, self.log, spec, make_task_stores)
-        report["ran_on"] = {"executor": CLIENT}
-        return [(CLIENT, report)]
+        """The stage's tasks in one work unit; on Kafka in ``KAFKA_SLOTS`` work units, one
+        after the other, each in its own transaction under the id the committer hands out."""
+        count = KAFKA_SLOTS if self.log.transactional else 1
+        slots = [stage.task_ids[slot::count] for slot in range(count)]
+        keys = {UnitKey(CLIENT, n, stage.subtopology): tasks for n, tasks in enumerate(slots)}
+        ids = {}
+        if isinstance(self.committer, KafkaBatchCommitter):
+            assert self.committer.unit_ids is not None
+            ids = self.committer.unit_ids.ids_for({k: t for k, t in keys.items() if t})
+        done = []
+        for key, tasks in keys.items():
+            if not tasks:
+                continue
+            spec = WorkUnitSpec(
+                batch,
+                stage.subtopology,
+                CLIENT,
+                [
+                    ActiveSpec(
+                        t, {k: list(r) for k, r in ranges[t].items()}, self.states.get(t, {})
+                    )
+                    for t in tasks
+                ],
+                global_ends=self.global_ends,
+                transactional_id=ids.get(key),
+            )
+            spec = WorkUnitSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
+            report = run_work_unit(self.topology, self.config, self.log, spec, make_task_stores)
+            report["ran_on"] = {"executor": CLIENT}
+            done.append((CLIENT, report))
+        return done

@@ -37,14 +37,14 @@ pytestmark = pytest.mark.spark
 
 def fail_next_log_write() -> None:
     """Make this process's next write of task outputs to the log (a work unit's shared files, a
-    Kafka task's commit) raise ``OSError`` once: a failure of the infrastructure, not of user
+    Kafka work unit's commit) raise ``OSError`` once: a failure of the infrastructure, not of user
     code."""
     import errno
 
-    from streamtide.runtime.kafka_task_commit import KafkaTaskCommit
+    from streamtide.runtime.kafka_unit_commit import KafkaUnitCommit
     from streamtide.runtime.unit_writes import UnitWrites
 
-    writes = [(UnitWrites, "write"), (KafkaTaskCommit, "commit")]
+    writes = [(UnitWrites, "write"), (KafkaUnitCommit, "commit")]
     originals = {(cls, name): cls.__dict__[name] for cls, name in writes}
 
     def failing(self, *args, **kwargs):

@@ -1,5 +1,5 @@
-"""A task's commit on Kafka: decisions from the committed offsets, fencing, and transactions
-a dead producer left open (on the test broker)."""
+"""A task's commit on Kafka, in its work unit's transaction: decisions from the committed
+offsets, fencing, and transactions a dead producer left open (on the test broker)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from streamtide.runtime.kafka_task_commit import (
     decode_state,
     encode_metadata,
 )
+from streamtide.runtime.kafka_unit_commit import KafkaUnitCommit
 from tests.kafka_broker import KAFKA_TEST_OPTIONS
 
 pytestmark = pytest.mark.kafka
@@ -43,14 +44,22 @@ def task_commit(log, group, app="app") -> KafkaTaskCommit:
     return KafkaTaskCommit(log, group, app, "0_1", [("in", 1)])
 
 
+def unit_commit(log, group, app="app", tid: str | None = "app-unit-c-0-s0-g0") -> KafkaUnitCommit:
+    return KafkaUnitCommit(log, group, app, tid)
+
+
+def commit_one(unit: KafkaUnitCommit, task: KafkaTaskCommit, pending, state) -> dict:
+    return unit.commit([task.prepare(pending, state)])
+
+
 def test_a_run_is_done_once_and_found_committed_after(klog) -> None:
     group = GroupOffsets(klog, "app")
-    commit = task_commit(klog, group)
+    commit, unit = task_commit(klog, group), unit_commit(klog, group)
     start = TaskCommittedState()
     first = commit.decide(start.to_dict(), {"in": [0, 5]})  # nothing committed: run as planned
     assert (first.done, first.state, first.ranges) == (False, start, {"in": [0, 5]})
     done = TaskCommittedState({"in:1": 5}, stream_time=1_004, schedules={"s": 2_000})
-    written = commit.commit([("out", 0, columns(b"a", b"b"))], done)
+    written = commit_one(unit, commit, [("out", 0, columns(b"a", b"b"))], done)
     assert written == {("out", 0): 1}
     # the same run again (its report was lost): committed already, with the whole state
     again = commit.decide(start.to_dict(), {"in": [0, 5]})
@@ -64,7 +73,7 @@ def test_a_run_is_done_once_and_found_committed_after(klog) -> None:
     ahead = commit.decide(TaskCommittedState({"in:1": 7}).to_dict(), {"in": [7, 9]})
     assert (ahead.done, ahead.state, ahead.ranges) == (False, done, {"in": [5, 9]})
     assert [r.value for r in klog.read("out", 0)] == [b"a", b"b"]
-    commit.close()
+    unit.close()
     group.close()
 
 
@@ -74,9 +83,9 @@ def test_a_run_never_reads_from_before_the_committed_offsets(klog) -> None:
     was never recorded as committed): the planned state equals Kafka's, the ranges start
     before its offsets. Running them would process those records a second time."""
     group = GroupOffsets(klog, "app")
-    commit = task_commit(klog, group)
+    commit, unit = task_commit(klog, group), unit_commit(klog, group)
     done = TaskCommittedState({"in:1": 5}, stream_time=1_004)
-    commit.commit([("out", 0, columns(b"a"))], done)
+    commit_one(unit, commit, [("out", 0, columns(b"a"))], done)
     again = commit.decide(done.to_dict(), {"in": [0, 5]})
     assert again.done and again.state == done
     overlapping = commit.decide(done.to_dict(), {"in": [3, 8]})
@@ -85,35 +94,38 @@ def test_a_run_never_reads_from_before_the_committed_offsets(klog) -> None:
         done,
         {"in": [5, 8]},
     )
-    commit.close()
+    unit.close()
     group.close()
 
 
 def test_a_transaction_a_dead_producer_left_open_is_aborted_by_the_next_one(klog) -> None:
     group = GroupOffsets(klog, "app")
-    dead = task_commit(klog, group)
+    dead = unit_commit(klog, group)
     txn = dead.transaction
     txn.begin()  # a work unit that dies mid-commit: records sent, no commit, no abort
     txn.produce("out", 0, b"k", b"never", 1_000)
     txn.flush()
     assert klog.end_offset("out", 0) == 0  # readers wait at the open transaction
-    again = task_commit(klog, group)  # the task opens elsewhere: fences and aborts
-    again.commit([("out", 0, columns(b"once"))], TaskCommittedState({"in:1": 3}))
+    again = unit_commit(klog, group)  # the unit runs again: fences and aborts
+    task = task_commit(klog, group)
+    commit_one(again, task, [("out", 0, columns(b"once"))], TaskCommittedState({"in:1": 3}))
     assert [r.value for r in klog.read("out", 0)] == [b"once"]
     with pytest.raises(ProducerFencedError, match="fenced"):  # the zombie goes on: refused
         txn.produce("out", 0, b"k", b"zombie", 1_001)
         txn.commit()
     assert [r.value for r in klog.read("out", 0)] == [b"once"]
-    assert again.committed_state() == TaskCommittedState({"in:1": 3})
+    assert task.committed_state() == TaskCommittedState({"in:1": 3})
     again.close()
     group.close()
 
 
 def test_at_least_once_appends_then_commits_without_a_transaction(klog) -> None:
     group = GroupOffsets(klog, "app-alo")
-    commit = KafkaTaskCommit(klog, group, "app-alo", "0_1", [("in", 1)], exactly_once=False)
-    assert commit.transaction is None
-    written = commit.commit([("out", 0, columns(b"x", b"y"))], TaskCommittedState({"in:1": 2}))
+    commit = KafkaTaskCommit(klog, group, "app-alo", "0_1", [("in", 1)])
+    unit = unit_commit(klog, group, "app-alo", None)
+    assert unit.transaction is None
+    pending = [("out", 0, columns(b"x", b"y"))]
+    written = commit_one(unit, commit, pending, TaskCommittedState({"in:1": 2}))
     assert written == {("out", 0): 1}
     assert commit.committed_state() == TaskCommittedState({"in:1": 2})
     group.close()

@@ -102,7 +102,7 @@ def test_a_work_unit_dying_in_and_after_its_commits_leaves_what_the_next_ones_re
     committed and runs the next. Every output and count is the one a run without deaths
     reaches."""
     from streamtide.log.kafka_transaction import KafkaTransaction
-    from streamtide.runtime.kafka_task_commit import KafkaTaskCommit
+    from streamtide.runtime.kafka_unit_commit import KafkaUnitCommit
 
     setup = _KafkaSetup(kafka_url, tmp_path)
     # an application of its own: consumer groups outlive the topics of other tests
@@ -128,7 +128,7 @@ def test_a_work_unit_dying_in_and_after_its_commits_leaves_what_the_next_ones_re
 
     second = new_work_unit()  # the replacement work unit: the aborted run again
     one = setup.run_on(second, 1, 2, 4, zero["state"])
-    _dies_once(monkeypatch, KafkaTaskCommit, "_confirm", after=True)
+    _dies_once(monkeypatch, KafkaUnitCommit, "_confirm", after=True)
     with pytest.raises(RuntimeError, match="died after _confirm"):
         setup.run_on(second, 2, 4, 6, one["state"])
     second.close()

@@ -66,9 +66,11 @@ from streamtide.engine.slots import TaskSlotsHeldError
 from streamtide.engine.sources import SourcePosition, input_start
 from streamtide.engine.status import read_status
 from streamtide.engine.topology_names import check_resource_names
+from streamtide.engine.unit_ids import UnitKey
 from streamtide.engine.worker import make_work
 from streamtide.errors import ConfigError, FencedError, InvalidStateStoreError, StreamtideError
 from streamtide.log import open_log
+from streamtide.log.errors import LogError
 from streamtide.processor.punctuation import is_wall_clock_schedule
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState, offset_key
@@ -199,7 +201,7 @@ class StreamsApp:
         self._plan()
         last = self.committer.start()  # takes an epoch: any older driver is fenced now
         if isinstance(self.committer, KafkaBatchCommitter):
-            self.committer.fence_tasks(t for stage in self.stages for t in stage.task_ids)
+            self.committer.fence_work_units(t for stage in self.stages for t in stage.task_ids)
         check_resource_names(self.app_dir, self.topology, self.config)
         self._next_batch = resume_batch(last)
         self._task_states = self.committer.resume_states(last, self._task_sources)
@@ -998,6 +1000,11 @@ class StreamsApp:
                     str(last_error).splitlines()[0] if str(last_error) else repr(last_error),
                 )
             units: list[tuple[int, dict[str, Any], ExecutorInfo, int]] = []
+            try:
+                unit_ids = self._unit_ids(plans, executors, assignment)
+            except LogError as exc:  # the broker, while fencing a moved task's unit: re-plan
+                last_error, cause = exc, None
+                continue
             for subtopology, ranges in plans.items():
                 stage = self.stages[subtopology]
                 for executor, slot, actives, standbys in slot_units(assignment, executors, stage):
@@ -1016,6 +1023,7 @@ class StreamsApp:
                         standbys,
                         standby_offsets={t: self._committed_offsets(t) for t in standbys},
                         global_ends=self._global_ends,
+                        transactional_id=unit_ids.get(UnitKey(executor.id, slot, subtopology)),
                     )
                     units.append((subtopology, spec.to_dict(), executor, slot))
             try:
@@ -1063,6 +1071,23 @@ class StreamsApp:
                 raise last_error from cause  # retrying cannot help: report it once
         assert last_error is not None
         raise last_error from cause
+
+    def _unit_ids(
+        self, plans: dict[int, Ranges], executors: list[ExecutorInfo], assignment: Assignment
+    ) -> dict[UnitKey, str]:
+        """Kafka: the transactional id of each work unit about to run (``engine.unit_ids``:
+        ids that may still hold a task that moved are fenced first); nothing on the file
+        log."""
+        if not isinstance(self.committer, KafkaBatchCommitter):
+            return {}
+        assert self.committer.unit_ids is not None
+        units = {
+            UnitKey(executor.id, slot, sub): actives
+            for sub in plans
+            for executor, slot, actives, _ in slot_units(assignment, executors, self.stages[sub])
+            if actives
+        }
+        return self.committer.unit_ids.ids_for(units)
 
     def _await_executors_gone(self, executors: frozenset[str]) -> None:
         """After losing work units, wait briefly for Spark to drop their executors if they

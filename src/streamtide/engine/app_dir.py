@@ -21,6 +21,8 @@ Layout::
                                                   last, about the latest ``KEEP_HISTORY``
     <root>/topology.json                          the store and internal topic names the
                                                   application's state lives under
+    <root>/unit-ids.json                          Kafka: the work units' transactional ids
+                                                  not fenced yet, each slot's generation
 """
 
 from __future__ import annotations
@@ -282,6 +284,25 @@ class AppDirectory:
         self.check_fence()
         data = json.dumps(names.to_dict(), sort_keys=True).encode()
         write_atomically(self.root / "topology.json", data)
+
+    # ---- work units' transactional ids (Kafka) -------------------------------------------
+
+    def read_unit_ids(self) -> dict[str, Any] | None:
+        """The work units' transactional ids recorded last (``engine.unit_ids``), or None."""
+        path = self.root / "unit-ids.json"
+        try:
+            data = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise CorruptRecordError(f"work-unit id record {path} is unreadable: {exc}") from exc
+        if not isinstance(data, dict):
+            raise CorruptRecordError(f"work-unit id record {path} is not an object")
+        return data
+
+    def write_unit_ids(self, data: dict[str, Any]) -> None:
+        self.check_fence()
+        write_atomically(self.root / "unit-ids.json", json.dumps(data, sort_keys=True).encode())
 
 
 _KINDS = {

@@ -10,9 +10,14 @@ happened, and Kafka's committed offsets of the group ``<application_id>`` are th
   record follows with nothing to seal;
 - a driver that resumes a stage re-runs it with the recorded ranges: the tasks whose
   transactions committed find their offsets past the ranges and commit nothing again;
-- starting, the driver initialises every task's transactional id, which fences the work
-  units of any earlier driver and aborts what they left open (some brokers never time out a
-  transaction whose producer died, and readers of its partitions would wait for it);
+- each work unit commits all its tasks in one transaction of its own producer; the driver
+  hands out and records the units' transactional ids and fences those that may still hold a
+  task that moved (``engine.unit_ids``);
+- starting, the driver initialises every work-unit transactional id its predecessors left
+  unfenced (and, the first time, every task's id of releases that had a producer per task),
+  which fences the work units of any earlier driver and aborts what they left open (some
+  brokers never time out a transaction whose producer died, and readers of its partitions
+  would wait for it);
 - after each batch the repartition records every consumer has committed are purged with
   ``delete_records``, as Kafka Streams does;
 - a stage reading a repartition topic waits (briefly) until the earlier batch's committed
@@ -26,10 +31,10 @@ Drivers are fenced through Kafka too, so that two drivers of one application on 
 machines (each with its own application directory) cannot both go on: a starting driver
 initialises the transactional id ``<application_id>-driver``, and every batch begins by
 writing a small record in a transaction of that producer to ``_streamtide-drivers``. An older
-driver's producer is fenced, so its next batch (or its check after one of its tasks was
-fenced) fails with ``FencedError``. A driver whose task was fenced while its own producer was
-not (the older driver reopened the task) retries the stage instead: its new producer fences
-the older one's.
+driver's producer is fenced, so its next batch, its next record of work-unit ids (before any
+work unit could use them) or its check after one of its work units was fenced fails with
+``FencedError``. A driver whose work unit was fenced while its own producer was not retries
+the stage instead: the unit's new producer fences the older one's.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from typing import Any
 from streamtide.engine.app_dir import AppDirectory
 from streamtide.engine.committer import BatchCommitter
 from streamtide.engine.protocol import CommitRecord, PrepareRecord, SealRecord
+from streamtide.engine.unit_ids import UnitIds
 from streamtide.errors import FencedError
 from streamtide.log.api import Log
 from streamtide.log.errors import LogError, ProducerFencedError
@@ -57,14 +63,14 @@ from streamtide.runtime.kafka_task_commit import (
     decode_marks,
     decode_state,
     encode_metadata,
-    transactional_id,
+    task_transactional_id,
 )
 
 log = logging.getLogger(__name__)
 
 #: How long a stage waits for committed transactions to become readable (``settled_end``).
 SETTLE_WAIT_S = 5.0
-#: Tasks whose transactional ids a starting driver initialises at once (``fence_tasks``).
+#: Transactional ids a driver initialises at once (``fence_ids``).
 FENCE_THREADS = 16
 #: Repartition records are purged at most this often (Kafka Streams' default
 #: ``repartition.purge.interval.ms``): each purge is a few requests to every broker.
@@ -73,6 +79,9 @@ PURGE_INTERVAL_S = 30.0
 #: Where drivers record their batch commits, in transactions that fence older drivers.
 DRIVERS_TOPIC = "_streamtide-drivers"
 DRIVERS_CONFIGS = {"cleanup.policy": "compact"}
+#: Where drivers record the work units' transactional ids (``engine.unit_ids``), in
+#: transactions of their fencing producers: a fenced driver cannot hand out an id unseen.
+UNIT_IDS_TOPIC = "_streamtide-unit-ids"
 
 
 class KafkaBatchCommitter(BatchCommitter):
@@ -88,6 +97,8 @@ class KafkaBatchCommitter(BatchCommitter):
         #: marks committed with the task states (``"topic:partition"`` -> the last record read)
         self.marks: dict[str, SourceMark] = {}
         self._verified: dict[str, tuple[SourceMark, int]] = {}  # checked at that end offset
+        #: the work units' transactional ids (``fence_work_units`` creates it)
+        self.unit_ids: UnitIds | None = None
 
     @property
     def group(self) -> GroupOffsets:
@@ -100,6 +111,7 @@ class KafkaBatchCommitter(BatchCommitter):
         producers are fenced by ``fence_tasks``."""
         self.app_dir.take_epoch()
         self.log.create_topic(DRIVERS_TOPIC, 1, exist_ok=True, configs=DRIVERS_CONFIGS)
+        self.log.create_topic(UNIT_IDS_TOPIC, 1, exist_ok=True, configs=DRIVERS_CONFIGS)
         where = f"the driver of application {self.application_id!r}"
         self._fence = KafkaTransaction(self.log, f"{self.application_id}-driver", where)
         return self.app_dir.last_committed()
@@ -111,14 +123,16 @@ class KafkaBatchCommitter(BatchCommitter):
         if self._fence is None:
             return
         value = {"driver": self._driver, "epoch": self.epoch, "batch": batch}
+        self._write_fenced(DRIVERS_TOPIC, self.application_id, value)
+
+    def _write_fenced(self, topic: str, key: str, value: dict[str, Any]) -> None:
+        """Write one record in a transaction of this driver's fencing producer:
+        ``FencedError`` if a newer driver initialised it."""
+        assert self._fence is not None
         try:
             self._fence.begin()
             self._fence.produce(
-                DRIVERS_TOPIC,
-                0,
-                self.application_id.encode(),
-                json.dumps(value).encode(),
-                int(time.time() * 1000),
+                topic, 0, key.encode(), json.dumps(value).encode(), int(time.time() * 1000)
             )
             self._fence.commit()
         except ProducerFencedError as exc:
@@ -127,24 +141,72 @@ class KafkaBatchCommitter(BatchCommitter):
                 f"fenced this driver's producer): this one stops ({exc})"
             ) from exc
 
-    def fence_tasks(self, task_ids: Iterable[str]) -> None:
-        """Initialise the transactional id of every task: earlier producers of the tasks are
-        fenced and what they left open is aborted. Each id is a producer and a few round
-        trips of its own, so ``FENCE_THREADS`` of them are initialised at once (an
-        application of a thousand partitions has thousands of tasks)."""
-        tasks = list(task_ids)
-        if len(tasks) <= 1:
-            for task in tasks:
-                self._fence_task(task)
+    def fence_work_units(self, task_ids: Iterable[str]) -> None:
+        """Fence every work-unit transactional id an earlier driver recorded and did not
+        fence, and start the ids of this driver's work units (``engine.unit_ids``). The first
+        time (nothing recorded), the per-task ids of releases with a producer per task
+        (``task_ids``' ids) are fenced instead: they may hold open transactions."""
+        saved = self._saved_unit_ids()
+        if saved is None:
+            app = self.application_id
+            self.fence_ids([task_transactional_id(app, task) for task in task_ids])
+        self.unit_ids = UnitIds(self.application_id, saved, self._record_unit_ids, self.fence_ids)
+        self.unit_ids.start()
+
+    def _saved_unit_ids(self) -> dict[str, Any] | None:
+        """The ids recorded in the application directory and in Kafka (a driver on another
+        machine has another directory): every unfenced id of either, the higher generation."""
+        found = [d for d in (self.app_dir.read_unit_ids(), self._kafka_unit_ids()) if d]
+        if not found:
+            return None
+        merged: dict[str, Any] = {"generations": {}, "unfenced": {}}
+        for data in found:
+            for key, gen in data.get("generations", {}).items():
+                merged["generations"][key] = max(gen, merged["generations"].get(key, gen))
+            merged["unfenced"].update(data.get("unfenced", {}))
+        return merged
+
+    def _kafka_unit_ids(self) -> dict[str, Any] | None:
+        """The last ids record of this application in ``UNIT_IDS_TOPIC`` (written only when
+        ids change), or None."""
+        key = f"{self.application_id}/unit-ids".encode()
+        begin, end = (
+            self.log.begin_offset(UNIT_IDS_TOPIC, 0),
+            self.log.end_offset(UNIT_IDS_TOPIC, 0),
+        )
+        found = None
+        if end > begin:
+            for record in self.log.read(UNIT_IDS_TOPIC, 0, begin, end):
+                if record.key == key and record.value is not None:
+                    found = record.value
+        return json.loads(found) if found is not None else None
+
+    def _record_unit_ids(self, data: dict[str, Any]) -> None:
+        """Record the ids in the application directory and, in a transaction of this driver's
+        fencing producer, in Kafka: a driver that was taken over fails here
+        (``FencedError``) before any work unit uses an id it did not record."""
+        self.app_dir.write_unit_ids(data)
+        if self._fence is not None:
+            self._write_fenced(UNIT_IDS_TOPIC, f"{self.application_id}/unit-ids", data)
+
+    def fence_ids(self, transactional_ids: Sequence[str]) -> None:
+        """Initialise each transactional id: its earlier producers are fenced and what they
+        left open is aborted. Each id is a producer and a few round trips of its own, so
+        ``FENCE_THREADS`` of them are initialised at once (an application of a thousand
+        partitions, the first time, has thousands of task ids)."""
+        ids = list(transactional_ids)
+        if len(ids) <= 1:
+            for tid in ids:
+                self._fence_id(tid)
             return
         with ThreadPoolExecutor(FENCE_THREADS, thread_name_prefix="streamtide-fence") as pool:
-            for future in [pool.submit(self._fence_task, task) for task in tasks]:
+            for future in [pool.submit(self._fence_id, tid) for tid in ids]:
                 future.result()
 
-    def _fence_task(self, task: str) -> None:
-        where = f"task {task} of application {self.application_id!r}"
+    def _fence_id(self, transactional_id: str) -> None:
+        where = f"producer {transactional_id!r} of application {self.application_id!r}"
         try:
-            KafkaTransaction(self.log, transactional_id(self.application_id, task), where).close()
+            KafkaTransaction(self.log, transactional_id, where).close()
         except ProducerFencedError as exc:
             raise FencedError(
                 f"{where}: another instance of the application fenced this driver ({exc})"

@@ -1,10 +1,6 @@
-"""A task's commit on a Kafka log: its outputs, changelog and repartition records and its
-input offsets in one Kafka transaction (docs/kafka.md, "Running an application on Kafka").
-
-Each task has its own transactional producer, ``transactional.id = <application_id>-<task>``,
-created when the task opens in a work unit. Creating it fences every earlier producer of the
-task (a retried attempt, a zombie work unit, the work unit of a driver that was taken over):
-Kafka aborts what that producer left open and refuses its later sends and commit.
+"""A task's part in its work unit's commit on a Kafka log: what a run does, by what Kafka
+holds, and the offsets and records it adds to the unit's transaction (docs/kafka.md, "Running
+an application on Kafka").
 
 Input offsets are committed to the consumer group ``<application_id>``, as Kafka Streams
 does; each offset's metadata holds the task's stream time, punctuation schedules and
@@ -12,8 +8,10 @@ partition times, so Kafka alone says where a task stands. Before a run, ``decide
 what Kafka holds with the state the driver planned from: equal, the run goes ahead; past the
 run's ranges, an earlier attempt committed the run and its report was lost, so it commits
 nothing again; anywhere else (a zombie attempt committed part of the ranges), the run starts
-from what Kafka holds. Under ``at_least_once`` records are appended and offsets committed after
-them, without a transaction: a failure between the two repeats the run's outputs.
+from what Kafka holds. The decision is the task's own, whatever else its work unit runs.
+
+The outputs, changelog and repartition records and offsets of all the tasks a work unit ran
+commit together, in one transaction of the unit's producer (``runtime.kafka_unit_commit``).
 """
 
 from __future__ import annotations
@@ -23,11 +21,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from streamtide.errors import FencedError, StreamtideError
-from streamtide.log.api import Log, LogRecord
-from streamtide.log.errors import ProducerFencedError
-from streamtide.log.kafka_group import Committed, GroupOffsets, topic_partitions
-from streamtide.log.kafka_transaction import KafkaTransaction
+from streamtide.errors import StreamtideError
+from streamtide.log.api import Log
+from streamtide.log.kafka_group import Committed, GroupOffsets
 from streamtide.log.source_marks import SourceMark
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState, offset_key
@@ -60,9 +56,17 @@ def source_partitions(
     return [(topic, partition) for topic in topics if partition < log.partitions(topic)]
 
 
-def transactional_id(application_id: str, task_id: str) -> str:
-    """The ``transactional.id`` of a task's producer."""
+def task_transactional_id(application_id: str, task_id: str) -> str:
+    """The ``transactional.id`` a task's own producer had before work units committed all
+    their tasks in one transaction: a starting driver of an application that ran so fences
+    these once (they may hold open transactions)."""
     return f"{application_id}-{task_id}"
+
+
+def unit_transactional_id(application_id: str, client: str, slot: int, stage: int, gen: int) -> str:
+    """The ``transactional.id`` of the producer of one slot's work unit for one stage, in
+    generation ``gen`` (``engine.unit_ids``)."""
+    return f"{application_id}-unit-{client}-{slot}-s{stage}-g{gen}"
 
 
 def encode_metadata(state: TaskCommittedState, marks: dict[str, SourceMark] | None = None) -> str:
@@ -122,8 +126,21 @@ def _metadata(committed: dict[tuple[str, int], Committed], where: str) -> dict[s
     return data
 
 
+@dataclass
+class TaskRun:
+    """One task's run, ready for its work unit's commit (``runtime.kafka_unit_commit``): the
+    records to write (``(topic, partition, columns, headers)``), the offsets to commit with
+    the task state in their metadata, and the marks to keep once it committed."""
+
+    task: KafkaTaskCommit
+    pending: list[tuple[str, int, Any, list[Any]]]
+    offsets: dict[tuple[str, int], Committed]
+    marks: dict[str, SourceMark]
+
+
 class KafkaTaskCommit:
-    """Commits the runs of one task (see the module docstring)."""
+    """Decides and prepares the runs of one task (see the module docstring); its work unit
+    commits them (``runtime.kafka_unit_commit``)."""
 
     def __init__(
         self,
@@ -133,7 +150,6 @@ class KafkaTaskCommit:
         task_id: str,
         source_partitions: Iterable[tuple[str, int]],
         *,
-        exactly_once: bool = True,
         repartition_topics: Iterable[str] = (),
     ) -> None:
         self.log = log
@@ -144,33 +160,37 @@ class KafkaTaskCommit:
         self.application_id = application_id
         self.source_partitions = sorted(source_partitions)
         self.where = f"task {task_id} of application {application_id!r}"
-        self.transaction: KafkaTransaction | None = None
         #: marks of the last records consumed below the committed offsets (what Kafka holds)
         self.marks: dict[str, SourceMark] = {}
-        if exactly_once:
-            try:
-                self.transaction = KafkaTransaction(
-                    log, transactional_id(application_id, task_id), self.where
-                )
-            except ProducerFencedError as exc:
-                raise self._fenced(exc) from exc
 
-    def committed_state(self) -> TaskCommittedState | None:
+    def committed_state(
+        self, committed: dict[tuple[str, int], Committed] | None = None
+    ) -> TaskCommittedState | None:
         """What Kafka holds for the task (None: nothing committed yet); also takes the marks
-        committed with it."""
-        committed = self.group.committed(self.source_partitions)
+        committed with it. ``committed``: the group's offsets read already (of at least the
+        task's partitions), instead of reading them here."""
+        if committed is None:
+            committed = self.group.committed(self.source_partitions)
+        else:
+            committed = {tp: committed[tp] for tp in self.source_partitions if tp in committed}
         self.marks = decode_marks(committed, self.where)
         return decode_state(committed, self.where)
 
-    def decide(self, state: dict[str, Any], ranges: dict[str, list[int]]) -> Decision:
-        """What a run planned from ``state`` over ``ranges`` does, by what Kafka holds: nothing
-        when every range end is committed (an earlier attempt committed the run and its report
-        was lost); otherwise it runs from Kafka's committed state, over the ranges from Kafka's
-        committed offsets on (the planned state and ranges, unless a zombie attempt committed
-        part of them, the driver's records are behind Kafka, or the ranges do not start at
-        Kafka's offsets). A run never reads from before Kafka's committed offsets: that would
-        process records twice (duplicated outputs; counts that count a record twice)."""
-        found = self.committed_state() or TaskCommittedState()
+    def decide(
+        self,
+        state: dict[str, Any],
+        ranges: dict[str, list[int]],
+        committed: dict[tuple[str, int], Committed] | None = None,
+    ) -> Decision:
+        """What a run planned from ``state`` over ``ranges`` does, by what Kafka holds
+        (``committed``: the group's offsets if read already): nothing when every range end is
+        committed (an earlier attempt committed the run and its report was lost); otherwise
+        it runs from Kafka's committed state, over the ranges from Kafka's committed offsets
+        on (the planned state and ranges, unless a zombie attempt committed part of them, the
+        driver's records are behind Kafka, or the ranges do not start at Kafka's offsets). A
+        run never reads from before Kafka's committed offsets: that would process records
+        twice (duplicated outputs; counts that count a record twice)."""
+        found = self.committed_state(committed) or TaskCommittedState()
         planned = TaskCommittedState.from_dict(state)
         partition = int(self.task_id.split("_")[1])
         keys = {topic: offset_key(topic, partition) for topic in ranges}
@@ -193,17 +213,16 @@ class KafkaTaskCommit:
             moved[topic] = [begin, max(int(end), begin)]
         return Decision(False, found, moved)
 
-    def commit(
+    def prepare(
         self,
         pending: Iterable[tuple[str, int, Any]],
         state: TaskCommittedState,
         read: dict[str, SourceMark] | None = None,
-    ) -> dict[tuple[str, int], int]:
-        """Write ``pending`` (``(topic, partition, columns)`` with ``keys``, ``values``,
-        ``timestamps``, ``headers`` lists) and commit ``state``'s offsets, with the marks of
-        the last records the run ``read`` (``"topic:partition"`` -> mark; partitions it read
-        nothing from keep theirs); returns the offset of the last record written to each
-        partition."""
+    ) -> TaskRun:
+        """The run that wrote ``pending`` (``(topic, partition, columns)`` with ``keys``,
+        ``values``, ``timestamps``, ``headers`` lists) and reached ``state``, with the marks of
+        the last records it ``read`` (``"topic:partition"`` -> mark; partitions it read
+        nothing from keep theirs). Repartition records carry the task as their writer."""
         marks = {k: m for k, m in {**self.marks, **(read or {})}.items() if k in state.offsets}
         metadata = encode_metadata(state, marks)
         offsets = {
@@ -211,80 +230,15 @@ class KafkaTaskCommit:
             for topic, p in self.source_partitions
             if offset_key(topic, p) in state.offsets
         }
-        try:
-            if self.transaction is None:
-                written = self._append_then_commit(pending, offsets)
-            else:
-                written = self._commit_transaction(pending, offsets)
-        except ProducerFencedError as exc:
-            raise self._fenced(exc) from exc
-        self.marks = marks
-        return written
-
-    def _commit_transaction(
-        self, pending: Iterable[tuple[str, int, Any]], offsets: dict[tuple[str, int], Committed]
-    ) -> dict[tuple[str, int], int]:
-        txn = self.transaction
-        assert txn is not None
-        txn.begin()
+        writes = []
         for topic, partition, columns in pending:
             headers = columns.headers
             if topic in self.repartition_topics:
                 tag = self._writer_header
                 headers = [(*h, *tag) for h in headers]
-            txn.produce_many(
-                topic, partition, columns.keys, columns.values, columns.timestamps, headers
-            )
-        if offsets:
-            txn.send_offsets(topic_partitions(offsets), self.group.group_metadata())
-        txn.commit()
-        written = dict(txn.last_offsets)
-        self._confirm(offsets)
-        return written
+            writes.append((topic, partition, columns, headers))
+        return TaskRun(self, writes, offsets, marks)
 
-    def _append_then_commit(
-        self, pending: Iterable[tuple[str, int, Any]], offsets: dict[tuple[str, int], Committed]
-    ) -> dict[tuple[str, int], int]:
-        written = {}
-        for topic, partition, columns in pending:
-            tag = self._writer_header if topic in self.repartition_topics else ()
-            records = [
-                LogRecord(k, v, t, (*h, *tag))
-                for k, v, t, h in zip(
-                    columns.keys, columns.values, columns.timestamps, columns.headers
-                )
-            ]
-            if records:
-                first = self.log.append(topic, partition, records)
-                # an idempotent producer's records of one append are contiguous
-                written[(topic, partition)] = first + len(records) - 1
-        if offsets:
-            self.group.commit(offsets)
-        return written
-
-    def _confirm(self, offsets: dict[tuple[str, int], Committed]) -> None:
-        """Read the committed offsets back: a broker restart can abort a transaction whose
-        commit the client then reports as successful."""
-        if not offsets:
-            return
-        found = self.group.committed(offsets)
-        lost = {k: v for k, v in offsets.items() if found.get(k) != v}
-        if lost:
-            raise StreamtideError(
-                f"{self.where}: the transaction's commit was reported, but Kafka does not hold "
-                f"its offsets {sorted(lost)} (the broker aborted it); the run is retried"
-            )
-
-    def _fenced(self, exc: BaseException) -> FencedError:
-        return FencedError(
-            f"{self.where}: Kafka fenced its transactional producer "
-            f"{transactional_id(self.application_id, self.task_id)!r}: another instance of the "
-            f"application took the task over ({exc})"
-        )
-
-    def close(self) -> None:
-        """Abort an open transaction and drop the producer."""
-        if self.transaction is not None:
-            self.transaction.abort()
-            self.transaction.close()
-            self.transaction = None
+    def committed(self, run: TaskRun) -> None:
+        """``run`` committed: its marks are what Kafka holds now."""
+        self.marks = run.marks

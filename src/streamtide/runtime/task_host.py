@@ -18,8 +18,10 @@ standby) or is rebuilt from its commit closes its old copy and opens the new one
 instead of reopening them, and starts from the checkpoint the old copy wrote, replaying only
 what that lacks, exactly as after a reopen.
 
-On a Kafka log a run commits itself instead, in the task's own transaction
-(``runtime.kafka_task_commit``), and applies its writes once Kafka confirmed the commit.
+On a Kafka log the work unit commits its tasks' runs itself instead, all in one transaction
+of the unit's producer (``runtime.kafka_unit_commit``, ``begin_unit`` and ``write_outputs``),
+and each task applies its writes once Kafka confirmed the commit. Whether a task's run goes
+ahead is still decided per task, by what Kafka holds for it (``runtime.kafka_task_commit``).
 """
 
 from __future__ import annotations
@@ -37,11 +39,12 @@ from streamtide.config import StreamsConfig
 from streamtide.errors import StoreError
 from streamtide.log.api import Log
 from streamtide.log.kafka_group import GroupOffsets
-from streamtide.log.source_marks import SourceMark, last_mark
+from streamtide.log.source_marks import last_mark
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.global_stores import GlobalStores
-from streamtide.runtime.kafka_task_commit import KafkaTaskCommit, source_partitions
+from streamtide.runtime.kafka_task_commit import KafkaTaskCommit, TaskRun, source_partitions
+from streamtide.runtime.kafka_unit_commit import KafkaUnitCommit
 from streamtide.runtime.repartition_order import merge_by_writer
 from streamtide.runtime.restore import RECORDS_RESTORED, STANDBY_LAG
 from streamtide.runtime.segment_collector import SegmentCollector
@@ -72,7 +75,7 @@ class _Held:
     state: dict[str, Any]  # the committed state the task is at (when nothing is pending)
     pending: str | None = None  # the writer id of a run not settled yet
     pending_state: dict[str, Any] | None = None
-    kafka: KafkaTaskCommit | None = None  # commits the task's runs on a Kafka log
+    kafka: KafkaTaskCommit | None = None  # decides and prepares its runs on a Kafka log
 
 
 class TaskHost:
@@ -99,6 +102,11 @@ class TaskHost:
         self._active: dict[str, _Held] = {}
         self._standby: dict[str, StandbyTask] = {}
         self._group: Any = None  # the application's consumer-group offsets (Kafka log)
+        #: Kafka: the producers of the work units run here, by transactional id
+        self._units: dict[str, KafkaUnitCommit] = {}
+        self._unit: KafkaUnitCommit | None = None  # the running unit's
+        self._committed: dict[tuple[str, int], Any] | None = None  # read at the unit's start
+        self._kafka_runs: list[tuple[str, _Held, TaskRun]] = []  # runs its commit covers
         #: the runs' outputs and changelog records not written yet (``write_outputs``)
         self.writes = UnitWrites()
         #: active tasks with stores opened so far (a run that opened one restored: work_unit)
@@ -144,16 +152,19 @@ class TaskHost:
                 before = held.task.metrics.as_dict()
         phases.mark("restore")
         if held.kafka is not None:
-            decision = held.kafka.decide(state, ranges)
+            decision = held.kafka.decide(state, ranges, self._committed)
             if decision.done:  # an earlier attempt committed this run; its report was lost
                 self._close_active(task_id, "an earlier attempt committed its run")
                 return _already_committed(task_id, writer, decision.state, started)
             ranges = decision.ranges  # from Kafka's committed offsets on
             if decision.state != TaskCommittedState.from_dict(state):  # start from Kafka's
                 state = decision.state.to_dict()
+                marks = held.kafka.marks
                 with handover():
                     self._close_active(task_id, "Kafka's committed state is not the planned one")
                     held = self._open_active(task_id, state, batch)
+                assert held.kafka is not None
+                held.kafka.marks = marks
                 before = {}
         task = held.task
         paused = _pause_cyclic_collector()
@@ -184,9 +195,11 @@ class TaskHost:
             if held.kafka is None:
                 changelogs = {cl.topic for cl in task.stores.changelogs.values()}
                 self.writes.add(segments, writer, held.collector.take_tables(), changelogs)
-                held.pending, held.pending_state = writer, committed
-            else:
-                self._commit_to_kafka(held, committed, marks)
+            else:  # committed with the unit's other tasks (``write_outputs``)
+                state_ = TaskCommittedState.from_dict(committed)
+                run = held.kafka.prepare(held.collector.drain(), state_, marks)
+                self._kafka_runs.append((task_id, held, run))
+            held.pending, held.pending_state = writer, committed
             phases.mark("write")
             local_offsets = task.stores.local_offsets() if task.stores.log is not None else {}
         except BaseException:
@@ -196,7 +209,7 @@ class TaskHost:
             if paused:
                 gc.enable()
         metrics = _delta(before, task.metrics.as_dict())
-        if not self.keep_open:
+        if not self.keep_open and held.kafka is None:  # Kafka: once its unit committed
             self._close_active(task_id, None)
             phases.mark("close")
         return {
@@ -213,10 +226,71 @@ class TaskHost:
             "duration_ms": round((time.perf_counter() - started) * 1000, 3),
         }
 
+    def begin_unit(self, transactional_id: str | None, task_ids: Iterable[str]) -> None:
+        """Kafka: get the producer of the work unit about to run ``task_ids`` (created, and
+        so initialised, when the unit's ``transactional_id`` is new here: that fences its
+        earlier producers and aborts what they left open, before any task restores), and read
+        what Kafka holds for the tasks, in one request. Nothing on other logs."""
+        if not self.log.transactional:
+            return
+        self.discard_runs()
+        if self._group is None:
+            self._group = GroupOffsets(self.log, self.config.application_id)
+        exactly_once = self.config.processing_guarantee == "exactly_once"
+        key = transactional_id if exactly_once else None
+        unit = self._units.get(str(key))
+        if unit is None:
+            for old in [k for k in self._units if _same_slot(k, transactional_id)]:
+                self._units.pop(old).close()  # an earlier generation: fenced by the driver
+            unit = KafkaUnitCommit(self.log, self._group, self.config.application_id, key)
+            self._units[str(key)] = unit
+        self._unit = unit
+        app = self.config.application_id
+        partitions = [
+            tp for task in task_ids for tp in source_partitions(self.topology, app, self.log, task)
+        ]
+        self._committed = self._group.committed(partitions)
+
     def write_outputs(self, writer_id: str) -> float:
         """Write what the runs since the last call produced (file log: two shared files for
-        all of them, named by ``writer_id``) into their reports; returns the milliseconds."""
-        return self.writes.write(self.log, writer_id)
+        all of them, named by ``writer_id``; Kafka: the unit's transaction) into their
+        reports; returns the milliseconds."""
+        if not self._kafka_runs:
+            return self.writes.write(self.log, writer_id)
+        started = time.perf_counter()
+        self._commit_unit()
+        return (time.perf_counter() - started) * 1000
+
+    def _commit_unit(self) -> None:
+        """Commit the unit's runs in its transaction, then apply each task's writes to its
+        stores (they hold committed data only) at the offsets Kafka gave the records. If the
+        commit fails, every task of it is closed (its next run reopens it from what Kafka
+        holds) and the producer dropped."""
+        runs, self._kafka_runs = self._kafka_runs, []
+        unit = self._unit
+        assert unit is not None
+        try:
+            written = unit.commit([run for _, _, run in runs])
+        except BaseException:
+            for task_id, _, _ in runs:
+                self._close_active(task_id, None)
+            self._units.pop(str(unit.transactional_id), None)
+            self._unit = None
+            unit.close()
+            raise
+        finally:
+            self._committed = None
+        for task_id, held, _ in runs:
+            self._apply_committed(held, written)
+            if not self.keep_open:
+                self._close_active(task_id, None)
+
+    def discard_runs(self) -> None:
+        """Drop the runs a failed work unit did not commit (their tasks are closed)."""
+        runs, self._kafka_runs = self._kafka_runs, []
+        for task_id, _, _ in runs:
+            self._close_active(task_id, None)
+        self._committed = None
 
     def settle(self, winners: dict[str, str]) -> None:
         """The driver's decision for held runs: ``{task: winning writer id}``. A run that won
@@ -240,15 +314,12 @@ class TaskHost:
                         gc.enable()
             held.state, held.pending, held.pending_state = held.pending_state, None, None
 
-    def _commit_to_kafka(
-        self, held: _Held, committed: dict[str, Any], marks: dict[str, SourceMark]
-    ) -> None:
-        """Commit the run in the task's Kafka transaction (with the ``marks`` of the last
-        records it read), then apply its writes to the stores (they hold committed data only)
-        at the offsets Kafka gave the records."""
-        assert held.kafka is not None
+    def _apply_committed(self, held: _Held, written: dict[tuple[str, int], int]) -> None:
+        """A task's run committed in its unit's transaction: apply its writes to the stores at
+        the offsets Kafka gave its changelog records (``written``)."""
+        assert held.pending_state is not None
+        committed = held.pending_state
         state = TaskCommittedState.from_dict(committed)
-        written = held.kafka.commit(held.collector.drain(), state, marks)
         stores = held.task.stores
         if stores is not None and stores.log is not None:
             ends = {
@@ -258,12 +329,10 @@ class TaskHost:
                 for name, cl in stores.changelogs.items()
             }
             stores.on_committed(state, changelog_ends=ends, sparse=True)
-        held.state = committed
+        held.state, held.pending, held.pending_state = committed, None, None
 
     def _kafka_commit(self, task_id: str) -> KafkaTaskCommit | None:
-        """The Kafka commit of a task opened now (None on a log without transactions).
-        Creating it fences every earlier producer of the task, which also aborts what they
-        left open on the task's changelogs, so open it before restoring."""
+        """The Kafka decisions of a task opened now (None on a log without transactions)."""
         if not self.log.transactional:
             return None
         if self._group is None:
@@ -275,7 +344,6 @@ class TaskHost:
             app,
             task_id,
             source_partitions(self.topology, app, self.log, task_id),
-            exactly_once=self.config.processing_guarantee == "exactly_once",
             repartition_topics=self._repartition_topics(),
         )
 
@@ -327,11 +395,7 @@ class TaskHost:
             return
         if why is not None:
             log.info("task %s: closing its open copy (%s)", task_id, why)
-        try:
-            held.task.close()
-        finally:
-            if held.kafka is not None:
-                held.kafka.close()
+        held.task.close()
 
     # ---- standby tasks -------------------------------------------------------------------
 
@@ -451,6 +515,11 @@ class TaskHost:
     def close(self) -> None:
         """Close every task (held writes not settled are dropped)."""
         self.release(())
+        self._kafka_runs.clear()
+        for unit in self._units.values():
+            unit.close()
+        self._units.clear()
+        self._unit = None
         if self._group is not None:
             self._group.close()
             self._group = None
@@ -505,6 +574,11 @@ class _Phases:
         now = time.perf_counter()
         self.spent[phase] = round((now - self._last) * 1000, 3)
         self._last = now
+
+
+def _same_slot(transactional_id: str, other: str | None) -> bool:
+    """Whether two work-unit transactional ids name one slot and stage (any generation)."""
+    return other is not None and transactional_id.rpartition("-g")[0] == other.rpartition("-g")[0]
 
 
 def new_global_stores(topology: Topology, config: StreamsConfig) -> GlobalStores:

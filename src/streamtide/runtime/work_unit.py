@@ -4,7 +4,8 @@ Spark runs it inside a pinned Python task; tests can call it directly. It restor
 active task's stores, processes the task's fixed input ranges, punctuates, writes outputs and
 changelog records as unsealed segments, then brings standby tasks up to date, closes every
 store, and reports results and local changelog offsets (lags) to the driver. All its tasks'
-outputs and changelog records are written together at the end (``runtime.unit_writes``).
+outputs and changelog records are written together at the end (``runtime.unit_writes``; on
+Kafka in one transaction of the unit's producer, ``runtime.kafka_unit_commit``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from streamtide.config import StreamsConfig
 from streamtide.log.api import Log
 from streamtide.processor.topology import Topology
 from streamtide.runtime.global_stores import GlobalStores
+from streamtide.runtime.kafka_task_commit import unit_transactional_id
 from streamtide.runtime.task_host import TaskHost, new_attempt
 
 
@@ -52,6 +54,9 @@ class WorkUnitSpec:
     standby_offsets: dict[str, dict[str, int]] = field(default_factory=dict)
     #: end offset per partition of each global table's topic the batch reads up to
     global_ends: dict[str, list[int]] = field(default_factory=dict)
+    #: Kafka: the ``transactional.id`` of the unit's producer, handed out by the driver
+    #: (``engine.unit_ids``); None: the slot's first generation (tests without a driver)
+    transactional_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -62,6 +67,7 @@ class WorkUnitSpec:
             "standby": list(self.standby),
             "standby_offsets": dict(self.standby_offsets),
             "global_ends": self.global_ends,
+            "transactional_id": self.transactional_id,
         }
 
     @classmethod
@@ -74,6 +80,7 @@ class WorkUnitSpec:
             list(data.get("standby", [])),
             dict(data.get("standby_offsets", {})),
             {str(t): [int(e) for e in ends] for t, ends in data.get("global_ends", {}).items()},
+            data.get("transactional_id"),
         )
 
 
@@ -139,6 +146,12 @@ def run_work_unit(
     prefix = writer_prefix(config.application_id, spec.batch, spec.stage)
     opened = host.opened
     try:
+        if spec.active:
+            host.begin_unit(
+                spec.transactional_id
+                or unit_transactional_id(config.application_id, spec.client, 0, spec.stage, 0),
+                [active.task_id for active in spec.active],
+            )
         reports = [
             host.run_active(
                 active.task_id,
@@ -164,6 +177,7 @@ def run_work_unit(
                 )
     except BaseException:
         host.writes.clear()  # a failed run reports nothing: its outputs stay unwritten
+        host.discard_runs()  # Kafka: nothing of it was sent; its tasks all run again
         raise
     finally:
         if own_host:
