@@ -13,7 +13,7 @@ import pytest
 from streamtide import Consumed, Produced, Serdes, StreamsApp, StreamsBuilder
 from streamtide.errors import UnknownTopicError
 from streamtide.log import LogRecord, open_log
-from tests.engine.scenarios import engine_config
+from tests.engine.scenarios import engine_config, log_options_for
 
 STRING = Serdes.string()
 
@@ -40,10 +40,12 @@ def outputs(log) -> Counter:
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("on", ["file", "kafka"])
 def test_a_topic_created_while_running_is_read_from_a_following_batch(
-    spark, log_url, tmp_path
+    spark, request, tmp_path, on
 ) -> None:
-    log = open_log(log_url)
+    log_url = request.getfixturevalue("log_url" if on == "file" else "kafka_url")
+    log = open_log(log_url, **log_options_for(log_url))
     write(log, "clicks-1", 2, [f"a{i}" for i in range(10)])
     write(log, "views-1", 2, ["not read"])
     config = engine_config(log_url, str(tmp_path / "state"), commit_interval=100)
@@ -59,7 +61,7 @@ def test_a_topic_created_while_running_is_read_from_a_following_batch(
         while sum(outputs(log).values()) < 26:
             assert time.monotonic() < deadline, f"read only {outputs(log)}"
             time.sleep(0.2)
-        tasks = {t for p in list(app.history)[-1:] for t in p.owners}
+        tasks = {t for p in list(app.history) for t in p.owners}
     finally:
         app.stop()
     want = Counter([f"A{i}" for i in range(10)] + [f"B{i}" for i in range(12)])

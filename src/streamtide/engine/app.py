@@ -269,8 +269,8 @@ class StreamsApp:
             {n: self.topology.nodes[n].topics for n in self._patterns},  # type: ignore[attr-defined]
             len(set(tasks) - before),
         )
-        if isinstance(self.committer, KafkaBatchCommitter):
-            self.committer.fence_tasks(t for t in tasks if t not in before)
+        # (Kafka: a new task was never held by any work unit, so no transactional id needs
+        # fencing for it; the rebuilt work units' ids follow ``engine.unit_ids``)
         if self._workers is not None:
             self._workers.close()
             self._layout, self._ran_in = {}, {}
