@@ -44,7 +44,9 @@ from streamtide.log.errors import (
     UnknownTopicError,
 )
 from streamtide.log.manifest import PartitionState, SealedSegment
-from streamtide.log.partition import SUBDIRS, Partition, same_seal
+from streamtide.log.partition import SUBDIRS, Partition
+from streamtide.log.seal_journal import SEALS_DIR, SealJournal
+from streamtide.log.sealing import replay_claims, same_seal, seal_group
 from streamtide.log.segments import READ_SCHEMA, iter_records, to_table, with_offsets
 from streamtide.log.shared_segments import (
     SHARED_DIR,
@@ -76,14 +78,13 @@ class FileLog(Log):
         self._storage = LocalStorage(root, fsync=fsync)
         self._shared = SharedSegments(self._storage)
         self._upkeep = SharedUpkeep(self._shared, self._slice_states)
+        self._journal = SealJournal(self._storage)
         self._checkpoint_every = checkpoint_every
         self._lock = threading.RLock()
         self._partition_counts: dict[str, int] = {}
         self._topic_ids: dict[str, str | None] = {}
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._closed = False
-        self._per_thread = threading.local()
-        self._handles: list[FileLog] = []
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         # Pickles as "open the same root" (e.g. in Spark closures); caches stay behind.
@@ -346,6 +347,39 @@ class FileLog(Log):
                 )
             return part.seal(segment.name, count, segment.writer_id, seal_id, crc)
 
+    def seal_many(self, seals: Sequence[tuple[SegmentRef, str]]) -> list[int]:
+        """Seal many segments (of any partitions) for one durable seal journal record
+        instead of two fsyncs per segment (``seal_journal``); see ``Log.seal_many``."""
+        self._check_open()
+        if not seals:
+            return []
+        for _, seal_id in seals:
+            if not isinstance(seal_id, str) or not seal_id:
+                raise LogError("seal_id must be a non-empty string")
+        with self._lock:
+            for topic in sorted({ref.topic for ref, _ in seals}):
+                self._read_partition_count(topic)  # never into a deleted or re-created topic
+            parts = {
+                (r.topic, r.partition): self._partition(r.topic, r.partition) for r, _ in seals
+            }
+            with self._journal.locked():
+                bases = seal_group(parts, seals, self._journal)
+                if self._journal.compact_due():
+                    self._journal.compact(self._replay_earlier_boot)
+            return bases
+
+    def _replay_earlier_boot(self, partitions: set[tuple[str, int]]) -> None:
+        """Replay the seal journal's claims of earlier boots on ``partitions`` (caller holds
+        the lock; opening a partition replays them)."""
+        for topic, partition in sorted(partitions):
+            try:
+                cached = (topic, partition) in self._partitions
+                part = self._partition(topic, partition, verify=True)
+            except (UnknownTopicError, UnknownPartitionError):
+                continue  # deleted since: nothing to bring back
+            if cached:
+                replay_claims(part, self._journal, everything=False)
+
     def list_unsealed(self, topic: str, partition: int) -> list[SegmentRef]:
         with self._lock:
             found = self._partition(topic, partition, verify=True).unsealed()
@@ -419,6 +453,7 @@ class FileLog(Log):
         self._check_open()
         removed = self._storage.remove_stale_tmp("", max_age_s)
         removed += self._storage.remove_stale_tmp(SHARED_DIR, max_age_s)
+        removed += self._storage.remove_stale_tmp(SEALS_DIR, max_age_s)
         for topic in self.list_topics():
             removed += self._storage.remove_stale_tmp(topic, max_age_s)
             for p in range(self.partitions(topic)):
@@ -428,27 +463,8 @@ class FileLog(Log):
             removed += self._upkeep.delete_stale(max_age_s)
         return removed
 
-    # Seals fsync a manifest entry each: handles of their own (which coordinate through the
-    # files exactly as other processes do) let seals of different partitions overlap.
-    parallel_seals = True
-
-    def handle(self) -> FileLog:
-        """This thread's own handle on the same root (the calling thread's is cached)."""
-        if threading.current_thread() is threading.main_thread():
-            return self
-        handle = getattr(self._per_thread, "log", None)
-        if handle is None or handle._closed:
-            handle = FileLog._reopen(self.root, self._storage.fsync, self._checkpoint_every)
-            self._per_thread.log = handle
-            with self._lock:
-                self._handles.append(handle)
-        return handle
-
     def close(self) -> None:
         with self._lock:
-            for handle in self._handles:
-                handle.close()
-            self._handles.clear()
             self._closed = True
             self._partitions.clear()
             self._partition_counts.clear()
@@ -501,7 +517,9 @@ class FileLog(Log):
             raise UnknownPartitionError(
                 f"topic {topic!r} has partitions 0..{count - 1}; there is no partition {partition}"
             )
-        part = Partition(self._storage, topic, partition, self._checkpoint_every, self._shared)
+        part = Partition(
+            self._storage, topic, partition, self._checkpoint_every, self._shared, self._journal
+        )
         self._partitions[(topic, partition)] = part
         return part
 

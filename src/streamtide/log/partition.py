@@ -42,6 +42,8 @@ from streamtide.log.manifest import (
     seal_entry,
     truncate_entry,
 )
+from streamtide.log.seal_journal import SealJournal
+from streamtide.log.sealing import repair_claim, replay_claims, same_seal
 from streamtide.log.segments import (
     SEGMENT_SCHEMA,
     count_from_schema,
@@ -69,10 +71,12 @@ class Partition:
         number: int,
         checkpoint_every: int,
         shared: SharedSegments | None = None,
+        journal: SealJournal | None = None,
     ) -> None:
         self.storage = storage
         self.topic, self.number = topic, number
         self.shared = shared or SharedSegments(storage)
+        self.journal = journal
         #: shared files a truncation applied here dropped slices of (``FileLog`` deletes
         #: them once no partition holds a slice of them)
         self.dropped_shared: set[str] = set()
@@ -84,6 +88,8 @@ class Partition:
         self._head = f"{topic}/{number}/head.json"
         self._verified: set[str] = set()
         self.state = self._load()
+        if journal is not None and journal.has_earlier_boot():
+            replay_claims(self, journal, everything=False)  # entries a power loss took
         self._check_complete()
 
     # -- manifest ----------------------------------------------------------------------------
@@ -97,9 +103,24 @@ class Partition:
                 data = self.storage.read_bytes(rel)
             except FileNotFoundError:
                 break
-            self._delete_segments(st.apply(data, self.storage.path(rel)))
+            try:
+                dropped = st.apply(data, self.storage.path(rel))
+            except CorruptLogError:
+                repaired = self._repaired(rel)  # an entry a power loss left empty or torn
+                if repaired is None:
+                    raise
+                dropped = st.apply(repaired, self.storage.path(rel))
+            self._delete_segments(dropped)
         self._maybe_checkpoint()
         return st
+
+    def _repaired(self, rel: str) -> bytes | None:
+        """The next entry rewritten (durably) from the seal journal's claim on it; None if
+        no claim chains to the entry before it."""
+        data = None if self.journal is None else repair_claim(self, self.journal)
+        if data is not None:
+            self.storage.write_bytes_atomic(rel, data)
+        return data
 
     def seal(
         self, name: str, count: int, writer_id: str, seal_id: str, crc: int | None = None
@@ -120,7 +141,7 @@ class Partition:
                     f"cannot seal it again as {seal_id!r}"
                 )
             sealed = SealedSegment(name, st.end_offset, count, seal_id, crc)
-            data = seal_entry(sealed, writer_id, time.time_ns() // 1_000_000, self._prev())
+            data = seal_entry(sealed, writer_id, time.time_ns() // 1_000_000, self.prev_hash())
             if self._create_entry(data):
                 return sealed.base_offset
             self.refresh()  # another writer took that entry number
@@ -136,21 +157,28 @@ class Partition:
             begin, dropped = st.plan_truncation(offset)
             if begin <= st.begin_offset and not dropped:
                 return st.begin_offset
-            if self._create_entry(truncate_entry(begin, dropped, self._prev())):
+            if self._create_entry(truncate_entry(begin, dropped, self.prev_hash())):
                 return st.begin_offset
             self.refresh()
 
     def _create_entry(self, data: bytes) -> bool:
+        return self.create_entry(data)
+
+    def create_entry(self, data: bytes, *, durable: bool = True, head: bool = True) -> bool:
+        """Create the next manifest entry exclusively and apply it; False if another writer
+        took its number. ``durable=False``: no fsync (a seal journal record covers it);
+        ``head=False``: leave ``head.json`` to the caller (``write_head``)."""
         st = self.state
         rel = f"{self._manifest}/{entry_name(st.next_entry)}"
-        if not self.storage.create_exclusive(rel, data):
+        if not self.storage.create_exclusive(rel, data, durable=durable):
             return False
         self._delete_segments(st.apply(data, self.storage.path(rel)))
-        self._write_head()
+        if head:
+            self.write_head()
         self._maybe_checkpoint()
         return True
 
-    def _prev(self) -> str:
+    def prev_hash(self) -> str:
         """The hash the next entry is chained by (read from the file if not known)."""
         st = self.state
         if st.last_hash is None:
@@ -164,7 +192,7 @@ class Partition:
     def _checksum(self, name: str) -> int:
         return self._read_segment_file(name, lambda rel: zlib.crc32(self.storage.read_buffer(rel)))
 
-    def _write_head(self) -> None:
+    def write_head(self) -> None:
         st = self.state
         head = {"v": 1, "next_entry": st.next_entry, "hash": st.last_hash}
         try:
@@ -185,6 +213,9 @@ class Partition:
             log.warning("ignoring the unreadable head %s: %s", self.storage.path(self._head), e)
             expected = 0
         found = self.refresh().next_entry
+        if self.journal is not None and self._incomplete(found, expected):
+            replay_claims(self, self.journal, everything=True)  # a gap a power loss left
+            found = self.refresh().next_entry
         missing = self.storage.path(f"{self._manifest}/{entry_name(found)}")
         later = f"{self._manifest}/{entry_name(found + 1)}"
         # (refresh again: the entry may have been created just now, with the later one)
@@ -198,6 +229,10 @@ class Partition:
                 f"manifest of topic partition {self.where} is truncated: entry {missing} is "
                 f"missing, but {expected} entries were written"
             )
+
+    def _incomplete(self, found: int, expected: int) -> bool:
+        later = f"{self._manifest}/{entry_name(found + 1)}"
+        return found < expected or self.storage.exists(later)
 
     def _load(self) -> PartitionState:
         for n in self._checkpoint_numbers():
@@ -412,12 +447,3 @@ class Partition:
         return sum(
             self.storage.remove_stale_tmp(f"{self.where}/{sub}", max_age_s) for sub in SUBDIRS
         )
-
-
-def same_seal(existing: SealedSegment, name: str, seal_id: str) -> int:
-    """The base offset of an earlier seal with this seal_id, if it sealed the same segment."""
-    if existing.name != name:
-        raise SealConflictError(
-            f"seal_id {seal_id!r} already sealed segment {existing.name}, not {name}"
-        )
-    return existing.base_offset

@@ -12,6 +12,7 @@ object store backend replaces this one class.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import time
 import uuid
@@ -22,6 +23,18 @@ import pyarrow.ipc as ipc
 
 #: Prefix of temporary files; never a valid topic, entry or segment name.
 TMP_PREFIX = ".tmp-"
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syncfs  # noqa: B018 - only Linux has it
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+_LIBC = _libc()
 
 
 class LocalStorage:
@@ -117,21 +130,36 @@ class LocalStorage:
         if durable:
             self._sync_dir(rel)
 
-    def create_exclusive(self, rel: str, data: bytes) -> bool:
+    def create_exclusive(self, rel: str, data: bytes, *, durable: bool = True) -> bool:
         """Create ``rel`` with ``data`` unless it exists; True if this call created it.
 
         The file appears with its full contents or not at all, and of concurrent callers
         (threads or processes) exactly one gets True. Local step: ``os.link``.
+        ``durable=False`` skips the fsyncs: the file may be lost, or left empty, if the
+        machine loses power before ``sync_all`` (a process that dies loses nothing).
         """
-        tmp = self._write_tmp(rel, data)
+        tmp = self._write_tmp(rel, data, sync=durable)
         try:
             os.link(self.path(tmp), self.path(rel))
         except FileExistsError:
             return False
         finally:
             self._remove_quietly(tmp)
-        self._sync_dir(rel)
+        if durable:
+            self._sync_dir(rel)
         return True
+
+    def sync_all(self) -> None:
+        """Make everything written under the root so far durable (local step: ``syncfs`` of
+        the root's file system where the C library has it, else ``sync``)."""
+        if not self.fsync:
+            return
+        fd = os.open(self.root, os.O_RDONLY)
+        try:
+            if _LIBC is None or _LIBC.syncfs(fd) != 0:
+                os.sync()
+        finally:
+            os.close(fd)
 
     def delete_file(self, rel: str) -> bool:
         """Delete a file; False if it did not exist."""
