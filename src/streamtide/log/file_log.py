@@ -518,7 +518,13 @@ class FileLog(Log):
                 f"topic {topic!r} has partitions 0..{count - 1}; there is no partition {partition}"
             )
         part = Partition(
-            self._storage, topic, partition, self._checkpoint_every, self._shared, self._journal
+            self._storage,
+            topic,
+            partition,
+            self._checkpoint_every,
+            self._shared,
+            self._journal,
+            self._topic_ids.get(topic),
         )
         self._partitions[(topic, partition)] = part
         return part

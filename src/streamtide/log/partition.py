@@ -72,11 +72,15 @@ class Partition:
         checkpoint_every: int,
         shared: SharedSegments | None = None,
         journal: SealJournal | None = None,
+        topic_id: str | None = None,
     ) -> None:
         self.storage = storage
         self.topic, self.number = topic, number
         self.shared = shared or SharedSegments(storage)
         self.journal = journal
+        #: the topic's id (``topic.json``): seal journal claims on a deleted topic of the
+        #: same name are not this one's
+        self.topic_id = topic_id
         #: shared files a truncation applied here dropped slices of (``FileLog`` deletes
         #: them once no partition holds a slice of them)
         self.dropped_shared: set[str] = set()

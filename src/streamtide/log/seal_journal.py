@@ -8,7 +8,7 @@ then creates the entries without fsyncs. The record is the write-ahead truth; th
 are a view of it that becomes durable lazily.
 
 Layout: ``<root>/.seals/<seq, 20 digits>-<boot id>.json`` holds ``{"v": 1, "claims": [[topic,
-partition, entry number, entry text], ...]}``; ``<root>/.seals/lock`` is locked (``flock``)
+topic id, partition, entry number, entry text], ...]}``; ``<root>/.seals/lock`` is locked (``flock``)
 by whoever writes records or creates the entries they claim, so group seals never race each
 other (seals of ``seal``/``append`` still may, and those are durable at once).
 
@@ -66,14 +66,16 @@ class Claim:
     """A manifest entry a journal record says its writer creates."""
 
     seq: int
+    topic_id: str | None
     entry: int
     data: bytes
     prev: str | None
     seal_id: str
 
 
-#: A claim to record: topic, partition, entry number and the entry's bytes.
-NewClaim = tuple[str, int, int, bytes]
+#: A claim to record: topic, its id (a re-created topic has another), partition, entry
+#: number and the entry's bytes.
+NewClaim = tuple[str, str | None, int, int, bytes]
 
 
 class SealJournal:
@@ -106,7 +108,7 @@ class SealJournal:
         self._make_dir()
         seq = max([time.time_ns(), *(s + 1 for s, _ in self._names())])
         name = f"{seq:020d}-{self.boot}.json"
-        body = {"v": _VERSION, "claims": [[t, p, n, d.decode()] for t, p, n, d in claims]}
+        body = {"v": _VERSION, "claims": [[t, i, p, n, d.decode()] for t, i, p, n, d in claims]}
         self.storage.write_bytes_atomic(f"{SEALS_DIR}/{name}", json.dumps(body).encode())
         if self._oldest_unsynced is None:
             self._oldest_unsynced = time.monotonic()
@@ -137,14 +139,17 @@ class SealJournal:
 
     # -- reading -----------------------------------------------------------------------------
 
-    def claims(self, topic: str, partition: int, *, everything: bool) -> dict[int, list[Claim]]:
-        """The claims on ``topic``/``partition`` by entry number: of every record
-        (``everything``) or only of records written before this boot."""
+    def claims(
+        self, topic: str, topic_id: str | None, partition: int, *, everything: bool
+    ) -> dict[int, list[Claim]]:
+        """The claims on ``topic``/``partition`` (of the topic with this id) by entry number:
+        of every record (``everything``) or only of records written before this boot."""
         out: dict[int, list[Claim]] = {}
         for seq, boot in self._names():
             if everything or boot != self.boot:
                 for claim in self._claims_of(seq, boot).get((topic, partition), ()):
-                    out.setdefault(claim.entry, []).append(claim)
+                    if claim.topic_id == topic_id:
+                        out.setdefault(claim.entry, []).append(claim)
         return out
 
     def has_earlier_boot(self) -> bool:
@@ -173,10 +178,12 @@ class SealJournal:
             raise CorruptLogError(f"seal journal record {where} is corrupt: {e}") from None
         by_partition: dict[tuple[str, int], list[Claim]] = {}
         try:
-            for topic, partition, entry, text in raw["claims"]:
+            for topic, topic_id, partition, entry, text in raw["claims"]:
                 data = str(text).encode()
                 fields = json.loads(data)
-                claim = Claim(seq, int(entry), data, fields.get("prev"), str(fields["seal_id"]))
+                claim = Claim(
+                    seq, topic_id, int(entry), data, fields.get("prev"), str(fields["seal_id"])
+                )
                 by_partition.setdefault((str(topic), int(partition)), []).append(claim)
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CorruptLogError(f"seal journal record {where} is corrupt: {e}") from None

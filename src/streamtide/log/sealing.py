@@ -73,7 +73,7 @@ def seal_group(
             )
         segment = SealedSegment(ref.name, plan.end_offset, count, seal_id, crc)
         data = seal_entry(segment, ref.writer_id, sealed_ms, plan.prev)
-        claims.append((ref.topic, ref.partition, plan.entry, data))
+        claims.append((ref.topic, part.topic_id, ref.partition, plan.entry, data))
         plan.entries.append((index, data, segment, ref))
         plan.by_seal_id[seal_id] = plan.by_name[ref.name] = segment
         plan.entry, plan.end_offset, plan.prev = (
@@ -112,7 +112,7 @@ def replay_claims(part: Partition, journal: SealJournal, *, everything: bool) ->
     """Create (durably) the entries that journal records claim on ``part`` and that it is
     missing: of records written before this boot, or of every record (``everything``).
     Returns how many were created."""
-    claims = journal.claims(part.topic, part.number, everything=everything)
+    claims = journal.claims(part.topic, part.topic_id, part.number, everything=everything)
     made = 0
     while claims:
         st = part.refresh()
@@ -126,7 +126,7 @@ def replay_claims(part: Partition, journal: SealJournal, *, everything: bool) ->
 def repair_claim(part: Partition, journal: SealJournal) -> bytes | None:
     """The entry a journal record claims as ``part``'s next one, chained to the entry
     before it (None: no record does)."""
-    claims = journal.claims(part.topic, part.number, everything=True)
+    claims = journal.claims(part.topic, part.topic_id, part.number, everything=True)
     claim = _chaining(claims, part.state, part.prev_hash()) if claims else None
     return None if claim is None else claim.data
 
