@@ -249,7 +249,7 @@ def test_concurrent_group_seals_take_turns(tmp_path: Path) -> None:
         try:
             for k in range(5):
                 handle.seal_many(group(handle, 2, f"{tag}{k}-", rounds=1))
-        except BaseException as e:  # noqa: BLE001 - reported below
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=writer, args=(tag,)) for tag in "xyz"]

@@ -1,4 +1,5 @@
-"""One partition directory of the file log: its segment files and its manifest.
+"""One partition directory of the file log: its manifest (its segment files:
+``partition_segments``).
 
 A segment is visible exactly when a manifest entry names it. Segment files are written under a
 temporary name and renamed before any entry can name them, and manifest entries are created
@@ -12,7 +13,8 @@ Integrity: seal entries carry the segment file's crc32, verified the first time 
 reads the segment; entries are hash-chained (``manifest``); and ``head.json`` names the newest
 entry a writer created, so opening a partition detects a lost tail or a gap in the entries.
 Each check raises ``CorruptLogError`` naming the topic, partition and file: damaged data is
-never read as records.
+never read as records. Entries a group seal created without fsync and a power loss took (or
+left empty) are rebuilt from the seal journal first (``seal_journal``, ``sealing``).
 """
 
 from __future__ import annotations
@@ -20,11 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-import zlib
-from collections.abc import Callable
-from typing import TypeVar
-
-import pyarrow as pa
 
 from streamtide.log.errors import (
     CorruptLogError,
@@ -42,26 +39,20 @@ from streamtide.log.manifest import (
     seal_entry,
     truncate_entry,
 )
+from streamtide.log.partition_segments import PartitionSegments
 from streamtide.log.seal_journal import SealJournal
 from streamtide.log.sealing import repair_claim, replay_claims, same_seal
-from streamtide.log.segments import (
-    SEGMENT_SCHEMA,
-    count_from_schema,
-    new_segment_name,
-    with_metadata,
-    writer_of,
-)
+from streamtide.log.segments import writer_of
 from streamtide.log.shared_segments import SharedSegments, parse_slice
 from streamtide.log.storage import TMP_PREFIX, LocalStorage
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 SUBDIRS = ("segments", "manifest", "checkpoints")
 _KEEP_CHECKPOINTS = 2
 
 
-class Partition:
+class Partition(PartitionSegments):
     """Segments and manifest of ``<topic>/<number>`` under a storage root."""
 
     def __init__(
@@ -74,9 +65,7 @@ class Partition:
         journal: SealJournal | None = None,
         topic_id: str | None = None,
     ) -> None:
-        self.storage = storage
-        self.topic, self.number = topic, number
-        self.shared = shared or SharedSegments(storage)
+        super().__init__(storage, topic, number, shared)
         self.journal = journal
         #: the topic's id (``topic.json``): seal journal claims on a deleted topic of the
         #: same name are not this one's
@@ -84,13 +73,10 @@ class Partition:
         #: shared files a truncation applied here dropped slices of (``FileLog`` deletes
         #: them once no partition holds a slice of them)
         self.dropped_shared: set[str] = set()
-        self.where = f"{topic}/{number}"
-        self._segments = f"{topic}/{number}/segments"
         self._manifest = f"{topic}/{number}/manifest"
         self._checkpoints = f"{topic}/{number}/checkpoints"
         self._checkpoint_every = checkpoint_every
         self._head = f"{topic}/{number}/head.json"
-        self._verified: set[str] = set()
         self.state = self._load()
         if journal is not None and journal.has_earlier_boot():
             replay_claims(self, journal, everything=False)  # entries a power loss took
@@ -192,9 +178,6 @@ class Partition:
             except FileNotFoundError:
                 raise CorruptLogError(f"manifest entry {rel} is missing") from None
         return st.last_hash
-
-    def _checksum(self, name: str) -> int:
-        return self._read_segment_file(name, lambda rel: zlib.crc32(self.storage.read_buffer(rel)))
 
     def write_head(self) -> None:
         st = self.state
@@ -304,103 +287,6 @@ class Partition:
         return st.covering(start, stop), start, stop
 
     # -- segment files -----------------------------------------------------------------------
-
-    def write(self, table: pa.Table, writer_id: str) -> str:
-        """Write ``table`` as a new (unsealed) segment file; returns its name."""
-        name = new_segment_name(writer_id)
-        self.storage.write_table(f"{self._segments}/{name}", with_metadata(table, writer_id))
-        return name
-
-    def inspect(self, name: str) -> tuple[int, int]:
-        """A segment file's record count (from its footer, which checks the file is whole)
-        and its crc32, from one read of the file (of the whole file, for a slice)."""
-        if parse_slice(name) is not None:
-            return self.shared.inspect(name, self.topic, self.number)
-
-        def count_and_crc(rel: str) -> tuple[int, int]:
-            buffer = self.storage.read_buffer(rel)
-            return count_from_schema(self.storage.schema_of(buffer), rel), zlib.crc32(buffer)
-
-        return self._read_segment_file(name, count_and_crc)
-
-    def segment_count(self, name: str) -> int:
-        """The record count in a segment file's footer (checks the file is whole)."""
-        return self._read_segment_file(
-            name, lambda rel: count_from_schema(self.storage.read_schema(rel), rel)
-        )
-
-    def _read_segment_file(self, name: str, read: Callable[[str], T]) -> T:
-        """``read(path)`` of a segment file, its failures as ``SegmentError``."""
-        rel = f"{self._segments}/{name}"
-        try:
-            return read(rel)
-        except FileNotFoundError:
-            raise SegmentError(
-                f"segment {rel} does not exist (never written, aborted or truncated)"
-            ) from None
-        except (OSError, pa.ArrowInvalid) as e:
-            raise SegmentError(f"segment {rel} is unreadable: {e}") from e
-
-    def read_unsealed(self, name: str, expected_count: int) -> pa.Table:
-        """All rows of a segment file by name (sealed or not), checked against its count."""
-        rel = f"{self._segments}/{name}"
-        try:
-            if parse_slice(name) is not None:
-                rel = f"shared segment {name}"
-                table = self.shared.read_slice(name, self.topic, self.number)
-            else:
-                table = self.storage.read_table(rel)
-        except FileNotFoundError:
-            raise SegmentError(
-                f"segment {rel} does not exist (never written, aborted or truncated)"
-            ) from None
-        except (OSError, pa.ArrowInvalid) as e:
-            raise SegmentError(f"segment {rel} is unreadable: {e}") from e
-        if table.num_rows != expected_count:
-            raise SegmentError(
-                f"segment {rel} holds {table.num_rows} records, expected {expected_count}"
-            )
-        return table
-
-    def read_slice(self, seg: SealedSegment, lo: int, hi: int) -> tuple[pa.Table, int]:
-        """The rows of sealed ``seg`` within offsets ``[lo, hi)`` and the offset of the first.
-        FileNotFoundError if the file is gone (for example truncated meanwhile)."""
-        rel = f"{self._segments}/{seg.name}"
-        try:
-            if parse_slice(seg.name) is not None:
-                rel = self.shared.path(seg.name)
-                table = self.shared.read_slice(seg.name, self.topic, self.number, seg.crc32)
-            else:
-                table = self._read_own(rel, seg)
-        except (FileNotFoundError, CorruptLogError):
-            raise
-        except (OSError, pa.ArrowInvalid, SegmentError) as e:
-            raise CorruptLogError(
-                f"sealed segment {self.storage.path(rel)} of topic partition {self.where} is "
-                f"unreadable: {e}"
-            ) from e
-        if table.num_rows != seg.record_count or not table.schema.equals(SEGMENT_SCHEMA):
-            raise CorruptLogError(
-                f"sealed segment {rel} holds {table.num_rows} records, the manifest says "
-                f"{seg.record_count}"
-            )
-        first = max(lo, seg.base_offset)
-        last = min(hi, seg.end_offset)
-        return table.slice(first - seg.base_offset, last - first), first
-
-    def _read_own(self, rel: str, seg: SealedSegment) -> pa.Table:
-        """A segment file of this partition, its checksum verified on the first read."""
-        buffer = self.storage.read_buffer(rel)
-        if seg.crc32 is not None and seg.name not in self._verified:
-            actual = zlib.crc32(buffer)
-            if actual != seg.crc32:
-                raise CorruptLogError(
-                    f"segment file {self.storage.path(rel)} of topic partition "
-                    f"{self.where} fails its checksum (crc32 {actual:08x}, sealed as "
-                    f"{seg.crc32:08x}): it is damaged and is not read"
-                )
-            self._verified.add(seg.name)
-        return self.storage.table_of(buffer)
 
     def unsealed(self) -> list[tuple[str, str, int]]:
         """(name, writer_id, record count) of every unsealed segment file."""

@@ -7,10 +7,11 @@ cost when a stage seals hundreds of partitions. ``FileLog.seal_many`` instead wr
 then creates the entries without fsyncs. The record is the write-ahead truth; the entries
 are a view of it that becomes durable lazily.
 
-Layout: ``<root>/.seals/<seq, 20 digits>-<boot id>.json`` holds ``{"v": 1, "claims": [[topic,
-topic id, partition, entry number, entry text], ...]}``; ``<root>/.seals/lock`` is locked (``flock``)
-by whoever writes records or creates the entries they claim, so group seals never race each
-other (seals of ``seal``/``append`` still may, and those are durable at once).
+Layout: ``<root>/.seals/<seq, 20 digits>-<boot id>.json`` holds ``{"v": 1, "claims":
+[[topic, topic id, partition, entry number, entry text], ...]}``; ``<root>/.seals/lock`` is
+locked (``flock``) by whoever writes records or creates the entries they claim, so group
+seals never race each other (seals of ``seal``/``append`` still may, and those are durable
+at once).
 
 Recovery. A process that dies loses nothing it created: only a power loss or an operating
 system crash loses files that were not synced, and each changes the boot id. So:
