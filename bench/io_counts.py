@@ -183,6 +183,7 @@ def install(directory: Path) -> None:
         written = "write_batches" if hasattr(cls, "write_batches") else "write_table"
         _wrap_method(cls, written, _after(counters, _segment_written))
         _wrap_method(cls, "create_exclusive", _after(counters, _log_file_created))
+        _wrap_method(cls, "create_lazily", _after(counters, _log_file_created))
         _wrap_method(cls, "write_bytes_atomic", _after(counters, _log_file_replaced))
     files = sys.modules.get("streamtide.files")
     for name in ("write_atomically", "create_exclusively"):

@@ -273,3 +273,24 @@ def test_claims_on_a_deleted_topic_never_reach_its_successor(log: FileLog) -> No
     assert [after.end_offset(TOPIC, p) for p in range(4)] == [0, 0, 0, 0]
     after.append(TOPIC, 0, recs(1, "new-"))
     assert vals(FileLog(log.root), 0) == [b"new-0"]
+
+
+def test_a_reader_finding_an_entry_half_written_rebuilds_it(log: FileLog, monkeypatch) -> None:
+    """Entries of a group seal are written in place: a reader that opens the partition
+    between the entry's creation and its contents rebuilds it from the journal record,
+    with the very bytes the writer then completes."""
+    seals = group(log, 2, "a", rounds=1)
+    seen: list[list[bytes]] = []
+
+    def slow_create(self, rel: str, data: bytes) -> bool:
+        fd = os.open(self.path(rel), os.O_WRONLY | os.O_CREAT | os.O_EXCL)  # as it does
+        seen.append(vals(FileLog(log.root), int(rel.split("/")[1])))  # nothing written yet
+        os.write(fd, data)
+        os.close(fd)
+        return True
+
+    monkeypatch.setattr(type(log._storage), "create_lazily", slow_create)
+    assert log.seal_many(seals) == [0, 0]
+    assert seen == [expected(0, ["a"], 1), expected(1, ["a"], 1)]
+    for p in range(2):
+        assert vals(FileLog(log.root), p) == expected(p, ["a"], 1)

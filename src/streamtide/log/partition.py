@@ -156,11 +156,13 @@ class Partition(PartitionSegments):
 
     def create_entry(self, data: bytes, *, durable: bool = True, head: bool = True) -> bool:
         """Create the next manifest entry exclusively and apply it; False if another writer
-        took its number. ``durable=False``: no fsync (a seal journal record covers it);
-        ``head=False``: leave ``head.json`` to the caller (``write_head``)."""
+        took its number. ``durable=False``: no fsync, and readers may find the entry
+        partly written until this returns (a seal journal record claims it: they rebuild it
+        from there); ``head=False``: leave ``head.json`` to the caller (``write_head``)."""
         st = self.state
         rel = f"{self._manifest}/{entry_name(st.next_entry)}"
-        if not self.storage.create_exclusive(rel, data, durable=durable):
+        create = self.storage.create_exclusive if durable else self.storage.create_lazily
+        if not create(rel, data):
             return False
         self._delete_segments(st.apply(data, self.storage.path(rel)))
         if head:

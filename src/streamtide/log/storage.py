@@ -130,23 +130,38 @@ class LocalStorage:
         if durable:
             self._sync_dir(rel)
 
-    def create_exclusive(self, rel: str, data: bytes, *, durable: bool = True) -> bool:
+    def create_exclusive(self, rel: str, data: bytes) -> bool:
         """Create ``rel`` with ``data`` unless it exists; True if this call created it.
 
         The file appears with its full contents or not at all, and of concurrent callers
         (threads or processes) exactly one gets True. Local step: ``os.link``.
-        ``durable=False`` skips the fsyncs: the file may be lost, or left empty, if the
-        machine loses power before ``sync_all`` (a process that dies loses nothing).
         """
-        tmp = self._write_tmp(rel, data, sync=durable)
+        tmp = self._write_tmp(rel, data)
         try:
             os.link(self.path(tmp), self.path(rel))
         except FileExistsError:
             return False
         finally:
             self._remove_quietly(tmp)
-        if durable:
-            self._sync_dir(rel)
+        self._sync_dir(rel)
+        return True
+
+    def create_lazily(self, rel: str, data: bytes) -> bool:
+        """Create ``rel`` with ``data`` unless it exists (of concurrent callers exactly one
+        gets True), with one file operation and no fsync: a concurrent reader may find it
+        empty or partly written, and a power loss before ``sync_all`` may lose it or leave
+        it empty. Only for files a reader can rebuild (manifest entries that a seal journal
+        record claims). Local step: ``os.open`` with ``O_EXCL``."""
+        try:
+            fd = os.open(self.path(rel), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
         return True
 
     def sync_all(self) -> None:
