@@ -245,7 +245,10 @@ class Partition(PartitionSegments):
             return
         try:
             rel = f"{self._checkpoints}/{entry_name(st.next_entry)}"
-            self.storage.write_bytes_atomic(rel, st.to_checkpoint())
+            # not synced: the entries stay authoritative (durable, or claimed by a seal
+            # journal record until synced), and a checkpoint lost or left empty by a power
+            # loss only means opening from an older one, or from entry 0
+            self.storage.write_bytes_atomic(rel, st.to_checkpoint(), durable=False)
             st.checkpointed_at = st.next_entry
             for n in self._checkpoint_numbers()[_KEEP_CHECKPOINTS:]:
                 self.storage.delete_file(f"{self._checkpoints}/{entry_name(n)}")

@@ -94,7 +94,10 @@ def seal_group(
 def _create(part: Partition, plan: _Plan, bases: list[int | None]) -> None:
     """Create a partition's planned entries without fsyncs; after a lost race (another
     writer took an entry number, or replayed this record's claim) the rest are sealed one by
-    one, durably."""
+    one, durably. ``head.json`` is left as it is: replacing it costs more than the entries
+    (the file system writes a file renamed over another at once), and what it guards
+    against, entries lost after they were created, the journal record covers until they are
+    synced."""
     racing = False
     for index, data, segment, ref in plan.entries:
         if not racing and part.create_entry(data, durable=False, head=False):
@@ -104,8 +107,6 @@ def _create(part: Partition, plan: _Plan, bases: list[int | None]) -> None:
         bases[index] = part.seal(
             ref.name, segment.record_count, ref.writer_id, segment.seal_id, segment.crc32
         )
-    if plan.entries:
-        part.write_head()
 
 
 def replay_claims(part: Partition, journal: SealJournal, *, everything: bool) -> int:
