@@ -231,12 +231,22 @@ def test_compaction_syncs_then_drops_records(log: FileLog) -> None:
     (Path(log.root) / "other" / "0" / "manifest" / entry_name(0)).unlink()
     entry(log.root, 3, 1).unlink()
     fresh = FileLog(log.root)
-    fresh._journal.sync_interval_s = 0.0  # every group seal compacts
+    fresh._journal.sync_interval_s = 0.0  # every group seal syncs (in the background)
     fresh.seal_many(group(fresh, 4, "c"))
+    assert fresh._syncing is not None
+    fresh._syncing.join()
     assert records(log.root) == []
     assert [r.value for r in FileLog(log.root).read("other", 0)] == [b"o-0", b"o-1"]
     for p in range(4):
         assert vals(FileLog(log.root), p) == expected(p, ["a", "c"])
+
+
+def test_a_handle_that_sealed_syncs_when_it_closes(log: FileLog) -> None:
+    log.seal_many(group(log, 2, "a"))
+    assert len(records(log.root)) == 1
+    log.close()
+    assert records(log.root) == []
+    assert vals(FileLog(log.root), 1) == expected(1, ["a"])
 
 
 def test_concurrent_group_seals_take_turns(tmp_path: Path) -> None:

@@ -24,6 +24,8 @@ handle is reopened: topics are not expected to be re-created under a running rea
 
 from __future__ import annotations
 
+import logging
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
@@ -45,6 +47,8 @@ from streamtide.log.sealing import replay_claims, same_seal, seal_group
 from streamtide.log.segments import READ_SCHEMA, iter_records, to_table, with_offsets
 from streamtide.log.shared_segments import SHARED_DIR, SharedFile, SharedUpkeep, slice_name
 
+log = logging.getLogger(__name__)
+
 #: writer_id of the segments written by ``append``.
 APPEND_WRITER = "append"
 
@@ -60,6 +64,7 @@ class FileLog(FileTopics):
     def __init__(self, root: str, *, fsync: bool = True, checkpoint_every: int = 256) -> None:
         super().__init__(root, fsync=fsync, checkpoint_every=checkpoint_every)
         self._upkeep = SharedUpkeep(self._shared, self._slice_states)
+        self._syncing: threading.Thread | None = None
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         # Pickles as "open the same root" (e.g. in Spark closures); caches stay behind.
@@ -240,9 +245,33 @@ class FileLog(FileTopics):
             }
             with self._journal.locked():
                 bases = seal_group(parts, seals, self._journal)
-                if self._journal.compact_due():
-                    self._journal.compact(self._replay_earlier_boot)
+            if self._journal.compact_due():
+                self._sync_in_background()
             return bases
+
+    def sync_seals(self) -> int:
+        """Make every group seal so far durable with one sync of the file system and drop
+        their seal journal records; returns how many records went. Runs by itself every
+        ``sync_interval_s`` (in the background) and when a handle that sealed closes."""
+        with self._lock, self._journal.locked():
+            names = self._journal.settled(self._replay_earlier_boot)
+        self._storage.sync_all()
+        with self._lock:
+            return self._journal.drop(names)
+
+    def _sync_in_background(self) -> None:
+        if self._syncing is not None and self._syncing.is_alive():
+            return
+        self._syncing = threading.Thread(
+            target=self._sync_quietly, name="streamtide-seal-sync", daemon=True
+        )
+        self._syncing.start()
+
+    def _sync_quietly(self) -> None:
+        try:
+            self.sync_seals()
+        except (OSError, LogError) as e:  # the records stay: the next sync drops them
+            log.warning("syncing the file log's group seals at %s failed: %s", self.url, e)
 
     def _replay_earlier_boot(self, partitions: set[tuple[str, int]]) -> None:
         """Replay the seal journal's claims of earlier boots on ``partitions`` (caller holds
@@ -340,6 +369,11 @@ class FileLog(FileTopics):
         return removed
 
     def close(self) -> None:
+        """Release the handle; group seals it made become durable first (one sync)."""
+        if self._syncing is not None:
+            self._syncing.join()
+        if not self._closed and self._journal.unsynced():
+            self._sync_quietly()
         with self._lock:
             self._closed = True
             self._partitions.clear()

@@ -23,9 +23,10 @@ system crash loses files that were not synced, and each changes the boot id. So:
   entry missing);
 - an entry found empty or damaged (a power loss between its creation and its write-back), or
   a gap, is repaired from any record that claims it the same way;
-- records are deleted only after the whole file system was synced (``LocalStorage.sync_all``,
-  every ``sync_interval_s`` by a group sealer under the lock) or, for records of an earlier
-  boot, after their claims were replayed durably.
+- records are deleted only after the whole file system was synced (``LocalStorage.sync_all``;
+  ``FileLog`` does it every ``sync_interval_s`` in the background, and when a handle that
+  wrote records closes), and only records whose entries all existed when the sync began
+  (listed under the lock); those of an earlier boot after their claims were replayed.
 
 A claim whose entry number another writer took first (a lost race) never chains to what the
 partition holds, so replaying it is a no-op.
@@ -123,20 +124,27 @@ class SealJournal:
         age = time.monotonic() - self._oldest_unsynced
         return age >= self.sync_interval_s or self._unsynced > _MAX_PENDING
 
-    def compact(self, replay: Callable[[set[tuple[str, int]]], None]) -> int:
-        """Sync the file system and delete the records written before (caller holds the
-        lock); ``replay(partitions)`` first replays the claims of earlier boots' records.
-        Returns how many records were deleted."""
+    def settled(self, replay: Callable[[set[tuple[str, int]]], None]) -> list[str]:
+        """The records whose entries all exist now (caller holds the lock, so no group seal
+        is under way): after a sync of the file system they may go (``drop``). The claims
+        of earlier boots' records are replayed first (``replay(partitions)``)."""
         names = self._names()
         earlier = {(t, p) for s, b in names if b != self.boot for t, p in self._claims_of(s, b)}
         if earlier:
             replay(earlier)
-        self.storage.sync_all()
         self._oldest_unsynced, self._unsynced = None, 0
-        for seq, boot in names:
-            self.storage.delete_file(f"{SEALS_DIR}/{_name(seq, boot)}")
-            self._parsed.pop(_name(seq, boot), None)
+        return [_name(seq, boot) for seq, boot in names]
+
+    def drop(self, names: Sequence[str]) -> int:
+        """Delete records ``settled`` named once a sync made their entries durable."""
+        for name in names:
+            self.storage.delete_file(f"{SEALS_DIR}/{name}")
+            self._parsed.pop(name, None)
         return len(names)
+
+    def unsynced(self) -> bool:
+        """Whether this handle wrote records that no sync covers yet."""
+        return self._unsynced > 0
 
     # -- reading -----------------------------------------------------------------------------
 
