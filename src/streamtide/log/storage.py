@@ -1,14 +1,15 @@
-"""File access for the file log: everything goes through ``pyarrow.fs`` except two local steps.
+"""File access for the file log: everything goes through ``pyarrow.fs`` except a few local
+steps.
 
 The file log needs five primitives: read a small file, list a directory, write a file
 atomically (readers see all of it or nothing), delete, and *create a file exclusively* (of two
 writers creating the same name, exactly one succeeds). The last one arbitrates the manifest.
 On the local file system it is a hard link of a fully written temporary file (``os.link`` fails
 with EEXIST if the name exists); an object store would use a conditional put instead
-(``If-None-Match: *``). Durability (``fsync``) is also done with ``os`` calls, since
-``pyarrow.fs`` streams do not expose it. Both local steps are in this module only, so an
-object store backend replaces this one class.
-"""
+(``If-None-Match: *``). Durability (``fsync``, and ``syncfs`` for everything at once) is also
+done with ``os`` calls, since ``pyarrow.fs`` streams do not expose it, and so is the cheap
+exclusive create of a file that readers can rebuild (``create_lazily``: ``O_EXCL``). The
+local steps are in this module only, so an object store backend replaces this one class."""
 
 from __future__ import annotations
 
