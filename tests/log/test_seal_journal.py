@@ -304,3 +304,13 @@ def test_a_reader_finding_an_entry_half_written_rebuilds_it(log: FileLog, monkey
     assert seen == [expected(0, ["a"], 1), expected(1, ["a"], 1)]
     for p in range(2):
         assert vals(FileLog(log.root), p) == expected(p, ["a"], 1)
+
+
+def test_without_a_boot_id_every_record_is_replayed(log: FileLog, monkeypatch) -> None:
+    import streamtide.log.seal_journal as seal_journal
+
+    monkeypatch.setattr(seal_journal, "boot_id", lambda: "unknown")
+    unknown = FileLog(log.root)
+    unknown.seal_many(group(unknown, 2, "a"))
+    entry(log.root, 1, 1).unlink()  # a power loss; the boot cannot be told apart
+    assert vals(FileLog(log.root), 1) == expected(1, ["a"])

@@ -50,6 +50,7 @@ SEALS_DIR = ".seals"
 _LOCK = f"{SEALS_DIR}/lock"
 _RECORD_RE = re.compile(r"^(\d{20})-([0-9A-Za-z-]{1,64})\.json$")
 _VERSION = 1
+_UNKNOWN_BOOT = "unknown"
 #: Pending records past which a group sealer syncs and compacts even before the interval.
 _MAX_PENDING = 512
 
@@ -58,9 +59,9 @@ def boot_id() -> str:
     """This boot of the machine (changes with every power loss or crash of the system)."""
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
-            return f.read().strip() or "unknown"
+            return f.read().strip() or _UNKNOWN_BOOT
     except OSError:
-        return "unknown"  # no boot id: every record counts as of an earlier boot (replayed)
+        return _UNKNOWN_BOOT  # every record counts as of an earlier boot (replayed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +130,7 @@ class SealJournal:
         is under way): after a sync of the file system they may go (``drop``). The claims
         of earlier boots' records are replayed first (``replay(partitions)``)."""
         names = self._names()
-        earlier = {(t, p) for s, b in names if b != self.boot for t, p in self._claims_of(s, b)}
+        earlier = {(t, p) for s, b in names if self._earlier(b) for t, p in self._claims_of(s, b)}
         if earlier:
             replay(earlier)
         self._oldest_unsynced, self._unsynced = None, 0
@@ -155,7 +156,7 @@ class SealJournal:
         of every record (``everything``) or only of records written before this boot."""
         out: dict[int, list[Claim]] = {}
         for seq, boot in self._names():
-            if everything or boot != self.boot:
+            if everything or self._earlier(boot):
                 for claim in self._claims_of(seq, boot).get((topic, partition), ()):
                     if claim.topic_id == topic_id:
                         out.setdefault(claim.entry, []).append(claim)
@@ -163,7 +164,11 @@ class SealJournal:
 
     def has_earlier_boot(self) -> bool:
         """Whether a record of an earlier boot is pending (its entries may be lost)."""
-        return any(boot != self.boot for _, boot in self._names())
+        return any(self._earlier(boot) for _, boot in self._names())
+
+    def _earlier(self, boot: str) -> bool:
+        """Whether a record of ``boot`` may predate a power loss (without a boot id, any)."""
+        return boot != self.boot or self.boot == _UNKNOWN_BOOT
 
     def _names(self) -> list[tuple[int, str]]:
         out = []
