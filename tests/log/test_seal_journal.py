@@ -314,3 +314,35 @@ def test_without_a_boot_id_every_record_is_replayed(log: FileLog, monkeypatch) -
     unknown.seal_many(group(unknown, 2, "a"))
     entry(log.root, 1, 1).unlink()  # a power loss; the boot cannot be told apart
     assert vals(FileLog(log.root), 1) == expected(1, ["a"])
+
+
+def test_a_seal_given_up_and_aborted_is_not_replayed(log: FileLog, monkeypatch) -> None:
+    """The writer died after its record, before any entry; its shared file was aborted
+    since. A power loss later: nothing of it comes back, and the partition reads."""
+    seals = group(log, 2, "a", rounds=1)
+
+    def dies(part: Partition, data: bytes, **kwargs: object) -> bool:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Partition, "create_entry", dies)
+    with pytest.raises(KeyboardInterrupt):
+        log.seal_many(seals)
+    monkeypatch.undo()
+    assert FileLog(log.root).abort_unsealed_shared(lambda writer: writer == "w-a") == 2
+    reboot(log.root)
+    after = FileLog(log.root)
+    assert [after.end_offset(TOPIC, p) for p in range(2)] == [0, 0]
+    after.append(TOPIC, 0, recs(1, "x"))
+    assert vals(FileLog(log.root), 0) == [b"x0"]
+
+
+def test_a_lost_entry_whose_segment_a_truncation_deleted_is_rebuilt(log: FileLog) -> None:
+    first = log.write_segment(TOPIC, 0, recs(3, "a"), writer_id="w")
+    second = log.write_segment(TOPIC, 0, recs(2, "b"), writer_id="w")
+    log.seal_many([(first, "s/0"), (second, "s/1")])
+    assert log.truncate_before(TOPIC, 0, 3) == 3  # durable; deletes the first file
+    entry(log.root, 0, 0).unlink()  # the power loss took the unsynced entry before it
+    reboot(log.root)
+    after = FileLog(log.root)
+    assert after.begin_offset(TOPIC, 0) == 3
+    assert [r.value for r in after.read(TOPIC, 0, 3)] == [b"b0", b"b1"]

@@ -219,6 +219,10 @@ class Partition(PartitionSegments):
                 f"missing, but {expected} entries were written"
             )
 
+    def has_later_entry(self) -> bool:
+        """Whether an entry after the next one exists (the next one is missing: a gap)."""
+        return self.storage.exists(f"{self._manifest}/{entry_name(self.state.next_entry + 1)}")
+
     def _incomplete(self, found: int, expected: int) -> bool:
         later = f"{self._manifest}/{entry_name(found + 1)}"
         return found < expected or self.storage.exists(later)

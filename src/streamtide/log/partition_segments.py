@@ -49,6 +49,13 @@ class PartitionSegments:
         self.storage.write_table(f"{self._segments}/{name}", with_metadata(table, writer_id))
         return name
 
+    def has_segment(self, name: str) -> bool:
+        """Whether the file of segment ``name`` (a shared one, for a slice) exists."""
+        parsed = parse_slice(name)
+        return self.storage.exists(
+            self.shared.path(parsed[0]) if parsed else f"{self._segments}/{name}"
+        )
+
     def inspect(self, name: str) -> tuple[int, int]:
         """A segment file's record count (from its footer, which checks the file is whole)
         and its crc32, from one read of the file (of the whole file, for a slice)."""

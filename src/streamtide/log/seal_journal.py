@@ -74,6 +74,7 @@ class Claim:
     data: bytes
     prev: str | None
     seal_id: str
+    segment: str
 
 
 #: A claim to record: topic, its id (a re-created topic has another), partition, entry
@@ -196,7 +197,13 @@ class SealJournal:
                 data = str(text).encode()
                 fields = json.loads(data)
                 claim = Claim(
-                    seq, topic_id, int(entry), data, fields.get("prev"), str(fields["seal_id"])
+                    seq,
+                    topic_id,
+                    int(entry),
+                    data,
+                    fields.get("prev"),
+                    str(fields["seal_id"]),
+                    str(fields["segment"]),
                 )
                 by_partition.setdefault((str(topic), int(partition)), []).append(claim)
         except (KeyError, TypeError, ValueError, AttributeError) as e:

@@ -112,14 +112,17 @@ def _create(part: Partition, plan: _Plan, bases: list[int | None]) -> None:
 def replay_claims(part: Partition, journal: SealJournal, *, everything: bool) -> int:
     """Create (durably) the entries that journal records claim on ``part`` and that it is
     missing: of records written before this boot, or of every record (``everything``).
-    Returns how many were created."""
+    A claim at the partition's end whose segment is gone is not replayed: its writer died
+    before creating the entry, and the segment was aborted since (a gap before later entries
+    is always filled: a truncation may have deleted the segment). Returns how many were
+    created."""
     claims = journal.claims(part.topic, part.topic_id, part.number, everything=everything)
     made = 0
     while claims:
         st = part.refresh()
         claim = _chaining(claims, st, part.prev_hash())
-        if claim is None:
-            break
+        if claim is None or not (part.has_segment(claim.segment) or part.has_later_entry()):
+            break  # a seal its writer gave up (it died, and the segment was aborted since)
         made += part.create_entry(claim.data)
     return made
 
