@@ -1,8 +1,8 @@
 """Counts of what a batch writes, for the benchmarks only: fsyncs (and their time), segment
-files (a partition's own or one shared by many) and bytes, manifest entries, log and store
-checkpoints, application-directory records, RocksDB write batches and WAL syncs, Kafka commits
-(of a task, or of a work unit's tasks), producers created, transactions committed, offset sends
-and offset reads, and control-channel messages.
+files (a partition's own or one shared by many) and bytes, manifest entries, seal journal
+records, log and store checkpoints, application-directory records, RocksDB write batches and
+WAL syncs, Kafka commits (of a task, or of a work unit's tasks), producers created,
+transactions committed, offset sends and offset reads, and control-channel messages.
 
 Nothing in the product changes: ``install`` wraps ``os.fsync`` and a few functions of the
 file log, the stores and the control channel in the process it runs in. The driver's process
@@ -38,11 +38,13 @@ NAMES = (
     "fsync.log_checkpoint",
     "fsync.store_checkpoint",
     "fsync.app_dir",
+    "fsync.seal_journal",
     "fsync.directory",
     "fsync.other",
     "segment_files",
     "segment_bytes",
     "manifest_entries",
+    "seal_journal_records",
     "head_writes",
     "log_checkpoints",
     "store_checkpoints",
@@ -189,6 +191,7 @@ def install(directory: Path) -> None:
         written = "write_batches" if hasattr(cls, "write_batches") else "write_table"
         _wrap_method(cls, written, _after(counters, _segment_written))
         _wrap_method(cls, "create_exclusive", _after(counters, _log_file_created))
+        _wrap_method(cls, "create_lazily", _after(counters, _log_file_created))
         _wrap_method(cls, "write_bytes_atomic", _after(counters, _log_file_replaced))
     files = sys.modules.get("streamtide.files")
     for name in ("write_atomically", "create_exclusively"):
@@ -243,6 +246,7 @@ def _fsync_kind(fd: Any) -> str:
         ("/segments/", "fsync.segment"),
         ("/.shared/", "fsync.segment"),
         ("/manifest/", "fsync.manifest"),
+        ("/.seals/", "fsync.seal_journal"),
         ("/checkpoints/", "fsync.log_checkpoint"),
         (".checkpoint.json", "fsync.store_checkpoint"),
         ("/_apps/", "fsync.app_dir"),
@@ -268,7 +272,10 @@ def _log_file_created(counters: _Counters, args: tuple[Any, ...]) -> None:
 
 def _log_file_replaced(counters: _Counters, args: tuple[Any, ...]) -> None:
     rel = str(args[1])
-    counters.add("log_checkpoints" if "/checkpoints/" in rel else "head_writes")
+    if "/checkpoints/" in rel:
+        counters.add("log_checkpoints")
+    else:
+        counters.add("seal_journal_records" if rel.startswith(".seals/") else "head_writes")
 
 
 def _small_file_written(counters: _Counters, args: tuple[Any, ...]) -> None:

@@ -25,6 +25,8 @@ from streamtide.engine.app_dir import AppDirectory
 from streamtide.engine.committer import BatchCommitter
 from streamtide.engine.kafka_committer import KafkaBatchCommitter
 from streamtide.log.kafka_transaction import KafkaTransaction
+from streamtide.log.partition import Partition
+from streamtide.log.seal_journal import SealJournal
 from streamtide.runtime.kafka_unit_commit import KafkaUnitCommit
 from streamtide.runtime.task_host import TaskHost
 from tests.engine.local_driver import LocalDriver
@@ -61,7 +63,18 @@ FILE_STEPS = (
         meaning="a work unit wrote its tasks' outputs and changelogs as unsealed segments",
     ),
     Step("prepare", AppDirectory, "create_prepare", meaning="the prepare record names winners"),
-    Step("seal-segment", "log", "seal", meaning="one segment is sealed, others not yet"),
+    Step(
+        "seal-journal",
+        SealJournal,
+        "record",
+        meaning="the stage's seals are in the seal journal, no manifest entry created yet",
+    ),
+    Step(
+        "seal-segment",
+        Partition,
+        "create_entry",
+        meaning="one manifest entry is created (not yet durable), the others not yet",
+    ),
     Step("seal", AppDirectory, "create_seal", meaning="the stage's seal record is written"),
     Step("sweep", BatchCommitter, "sweep", meaning="losing attempts' segments are deleted"),
     Step("commit", AppDirectory, "create_commit", meaning="the batch's commit record"),
@@ -207,7 +220,6 @@ def run(
     log_class = type(open_log(config.log, **config.log_options))
     hooks.install(steps_for(config.log.startswith("kafka://")), log_class)
     driver = LocalDriver(counting_topology(), config)
-    driver.log.parallel_seals = False  # one seal at a time: each is a step of its own
     hooks.driver = driver
     driver.run_until_caught_up()
     if trace is not None:

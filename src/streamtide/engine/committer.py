@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,8 +38,6 @@ from streamtide.runtime.work_unit import writer_prefix
 log = logging.getLogger(__name__)
 
 #: Runs a stage's tasks on the recorded ranges: ``[(client, work-unit report dict), ...]``.
-#: Threads sealing different partitions at once (each seal waits on an fsync).
-SEAL_THREADS = 8
 Execute = Callable[[Ranges], Sequence[tuple[str, dict[str, Any]]]]
 #: Fixes a stage's input ranges: ``(ranges, topic ids of the source topics)``.
 FixRanges = Callable[[], tuple[Ranges, dict[str, str]]]
@@ -75,7 +72,6 @@ class BatchCommitter:
         self.app_dir = app_dir
         self.log = log_
         self.application_id = application_id
-        self._seal_pool: ThreadPoolExecutor | None = None
 
     @property
     def epoch(self) -> int:
@@ -231,54 +227,28 @@ class BatchCommitter:
 
     def _seal(self, prepare: PrepareRecord, *, sweep: bool = True) -> None:
         self.app_dir.check_fence()
-        by_partition: dict[tuple[str, int], list[tuple[SegmentRef, str]]] = {}
-        for ref, seal_id in prepare.seals(self.application_id):
-            by_partition.setdefault((ref.topic, ref.partition), []).append((ref, seal_id))
-        groups = list(by_partition.values())
-        if self.log.parallel_seals and len(groups) > 1:
-            # each partition's segments in order; different partitions at once
-            futures = [self._pool().submit(self._seal_group, prepare, g) for g in groups]
-            for future in futures:
-                future.result()
-        else:
-            for group in groups:
-                self._seal_group(prepare, group, self.log)
+        seals = prepare.seals(self.application_id)
+        try:
+            # one call for the whole stage: the file log makes all its seals durable with
+            # one journal record instead of a manifest fsync each
+            self.log.seal_many(seals)
+        except CorruptLogError:
+            raise
+        except SegmentError as exc:
+            kind = (
+                "conflicts with an earlier seal" if isinstance(exc, SealConflictError) else "failed"
+            )
+            raise SealFailedError(
+                f"batch {prepare.batch} stage {prepare.stage}: sealing its segments {kind}: {exc}"
+            ) from exc
         self.app_dir.create_seal(
             SealRecord(prepare.batch, prepare.stage, self.epoch, prepare.attempt)
         )
         if sweep:
             self.sweep(writer_prefix(self.application_id, prepare.batch, prepare.stage))
 
-    def _pool(self) -> ThreadPoolExecutor:
-        if self._seal_pool is None:
-            self._seal_pool = ThreadPoolExecutor(SEAL_THREADS, thread_name_prefix="streamtide-seal")
-        return self._seal_pool
-
-    def _seal_group(
-        self, prepare: PrepareRecord, group: list[tuple[SegmentRef, str]], log_: Log | None = None
-    ) -> None:
-        log_ = log_ or self.log.handle()
-        for ref, seal_id in group:
-            try:
-                log_.seal(ref.topic, ref.partition, ref, seal_id=seal_id)
-            except CorruptLogError:
-                raise
-            except SegmentError as exc:
-                kind = (
-                    "conflicts with an earlier seal"
-                    if isinstance(exc, SealConflictError)
-                    else "failed"
-                )
-                raise SealFailedError(
-                    f"batch {prepare.batch} stage {prepare.stage}: sealing segment {ref.name} "
-                    f"of {ref.topic}/{ref.partition} ({seal_id}) {kind}: {exc}"
-                ) from exc
-
     def close(self) -> None:
-        """Stop the sealing threads."""
-        if self._seal_pool is not None:
-            self._seal_pool.shutdown()
-            self._seal_pool = None
+        """Release the committer's resources (none are held between batches)."""
 
     def check_fence(self) -> None:
         """Raise ``FencedError`` if another instance of the application took over."""

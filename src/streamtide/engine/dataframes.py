@@ -356,14 +356,13 @@ def seal_written(log: Log, topic: str, prefix: str, refs: list[dict[str, Any]]) 
     """Seal the segments one successful attempt per Spark partition wrote (in Spark partition
     and write order; idempotent by seal id), abort every other segment of the call, and
     return the records sealed."""
-    sealed = 0
-    for item in sorted(refs, key=lambda r: (r["spark_partition"], r["seq"])):
-        ref = SegmentRef.from_dict(item["ref"])
-        seal_id = f"{prefix}{item['spark_partition']}/{item['seq']}"
-        log.seal(ref.topic, ref.partition, ref, seal_id=seal_id)
-        sealed += ref.record_count
+    seals = [
+        (SegmentRef.from_dict(item["ref"]), f"{prefix}{item['spark_partition']}/{item['seq']}")
+        for item in sorted(refs, key=lambda r: (r["spark_partition"], r["seq"]))
+    ]
+    log.seal_many(seals)  # the file log: one durable journal record for all of them
     log.abort_unsealed_by_prefix(prefix, topics=[topic])
-    return sealed
+    return sum(ref.record_count for ref, _ in seals)
 
 
 def _millis(value: Any) -> int:

@@ -223,6 +223,12 @@ class Log(ABC):
         or a segment already sealed under another seal_id, raises SealConflictError.
         """
 
+    def seal_many(self, seals: Sequence[tuple[SegmentRef, str]]) -> list[int]:
+        """Seal several segments, of any topics and partitions, each with its seal id (as
+        ``seal``, in order); returns their base offsets. A log may make them durable
+        together (the file log: one journal record instead of a manifest fsync each)."""
+        return [self.seal(ref.topic, ref.partition, ref, seal_id=sid) for ref, sid in seals]
+
     @abstractmethod
     def read_segment(self, segment: SegmentRef) -> pa.Table:
         """The records of one segment, sealed or not, as a table with the columns key, value,
@@ -251,18 +257,9 @@ class Log(ABC):
         """Drop the sealed segments that lie entirely below ``offset`` and return the new
         ``begin_offset`` (the base of the first kept segment, or the end offset). Durable."""
 
-    # -- handles for other threads --------------------------------------------------------------
-
-    #: Whether seals of different partitions may run at once, each through its own ``handle``.
-    parallel_seals = False
     #: Whether the engine commits each task through a transaction of this log (Kafka) rather
     #: than by sealing segments; offsets may then have gaps (commit markers, aborted records).
     transactional = False
-
-    def handle(self) -> Log:
-        """A handle for the calling thread (this log itself unless the log keeps one per
-        thread, so that slow writes to different partitions can overlap)."""
-        return self
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -10,59 +10,50 @@ On-disk layout under the root::
     <topic>/<p>/head.json                     the newest entry written (detects lost entries)
     .shared/<writer>+<id>.arrow               segments of many partitions in one file
                                               (``shared_segments``), sealed by slice
+    .seals/<seq>-<boot id>.json               seal journal records: the manifest entries a
+                                              group seal creates without fsyncs
+                                              (``seal_journal``)
 
-``partition.Partition`` owns one partition directory; this module adds topics, argument
-checks, locking and the ``Log`` interface.
+``partition.Partition`` owns one partition directory, ``file_topics.FileTopics`` (the base
+class) the topics and partition handles; this module adds reading, writing, sealing, upkeep
+and the rest of the ``Log`` interface.
 
-Topic metadata is cached per handle. Writes (append, seal, truncate, abort) re-read it first,
-so they never land in a topic that another process deleted or re-created (each topic has a
-random id). ``list_topics``/``has_topic``/``describe_topic`` always read the disk.
-``end_offset`` and reads trust the cache until data turns up missing or the handle is
-reopened: topics are not expected to be re-created under a running reader.
+``end_offset`` and reads trust the cached topic metadata until data turns up missing or the
+handle is reopened: topics are not expected to be re-created under a running reader.
 """
 
 from __future__ import annotations
 
-import json
-import re
+import logging
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
-from streamtide.log.api import Log, LogRecord, Records, SegmentRef, TopicDescription
+from streamtide.log.api import LogRecord, Records, SegmentRef
 from streamtide.log.errors import (
     CorruptLogError,
-    LogClosedError,
     LogError,
     OffsetOutOfRangeError,
     SegmentError,
-    TopicExistsError,
     UnknownPartitionError,
     UnknownTopicError,
 )
+from streamtide.log.file_topics import FileTopics
 from streamtide.log.manifest import PartitionState, SealedSegment
-from streamtide.log.partition import SUBDIRS, Partition, same_seal
+from streamtide.log.seal_journal import SEALS_DIR
+from streamtide.log.sealing import replay_claims, same_seal, seal_group
 from streamtide.log.segments import READ_SCHEMA, iter_records, to_table, with_offsets
-from streamtide.log.shared_segments import (
-    SHARED_DIR,
-    SharedFile,
-    SharedSegments,
-    SharedUpkeep,
-    slice_name,
-)
-from streamtide.log.storage import TMP_PREFIX, LocalStorage
+from streamtide.log.shared_segments import SHARED_DIR, SharedFile, SharedUpkeep, slice_name
+
+log = logging.getLogger(__name__)
 
 #: writer_id of the segments written by ``append``.
 APPEND_WRITER = "append"
-_TOPIC_FILE = "topic.json"
-_TOPIC_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,248}$")
-_MAX_PARTITIONS = 100_000
 
 
-class FileLog(Log):
+class FileLog(FileTopics):
     """The embedded log rooted at a local directory (created by the first ``create_topic``).
 
     ``fsync=False`` skips fsync calls: faster, still safe when a process dies, not when the
@@ -71,19 +62,9 @@ class FileLog(Log):
     """
 
     def __init__(self, root: str, *, fsync: bool = True, checkpoint_every: int = 256) -> None:
-        if checkpoint_every < 1:
-            raise ValueError("checkpoint_every must be at least 1")
-        self._storage = LocalStorage(root, fsync=fsync)
-        self._shared = SharedSegments(self._storage)
+        super().__init__(root, fsync=fsync, checkpoint_every=checkpoint_every)
         self._upkeep = SharedUpkeep(self._shared, self._slice_states)
-        self._checkpoint_every = checkpoint_every
-        self._lock = threading.RLock()
-        self._partition_counts: dict[str, int] = {}
-        self._topic_ids: dict[str, str | None] = {}
-        self._partitions: dict[tuple[str, int], Partition] = {}
-        self._closed = False
-        self._per_thread = threading.local()
-        self._handles: list[FileLog] = []
+        self._syncing: threading.Thread | None = None
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         # Pickles as "open the same root" (e.g. in Spark closures); caches stay behind.
@@ -95,105 +76,6 @@ class FileLog(Log):
 
     def __repr__(self) -> str:
         return f"FileLog({self.root!r})"
-
-    @property
-    def root(self) -> str:
-        """The absolute root directory."""
-        return self._storage.root
-
-    @property
-    def url(self) -> str:
-        return f"file://{self.root}"
-
-    # -- topics ------------------------------------------------------------------------------
-
-    def create_topic(
-        self,
-        name: str,
-        partitions: int,
-        *,
-        exist_ok: bool = False,
-        configs: Mapping[str, str] | None = None,
-    ) -> TopicDescription:
-        """See ``Log.create_topic``; ``configs`` (Kafka topic settings) do not apply here."""
-        self._check_open()
-        if not isinstance(name, str) or not _TOPIC_RE.match(name):
-            raise LogError(
-                f"invalid topic name {name!r}: use 1-249 of [A-Za-z0-9._-], not starting with '.'"
-            )
-        if isinstance(partitions, bool) or not isinstance(partitions, int):
-            raise LogError(f"partitions must be an int, got {type(partitions).__name__}")
-        if not 1 <= partitions <= _MAX_PARTITIONS:
-            raise LogError(f"partitions must be between 1 and {_MAX_PARTITIONS}, got {partitions}")
-        meta = f"{name}/{_TOPIC_FILE}"
-        with self._lock:
-            created = False
-            if not self._storage.exists(meta):
-                for p in range(partitions):
-                    for sub in SUBDIRS:
-                        self._storage.make_dir(f"{name}/{p}/{sub}")
-                data = {
-                    "v": 1,
-                    "name": name,
-                    "partitions": partitions,
-                    "id": uuid.uuid4().hex,  # tells a re-created topic from the old one
-                    "created_ms": _now_ms(),
-                }
-                created = self._storage.create_exclusive(meta, json.dumps(data).encode())
-            if not created:
-                existing = self._read_partition_count(name)
-                if not exist_ok:
-                    raise TopicExistsError(f"topic {name!r} already exists in {self.url}")
-                if existing != partitions:
-                    raise LogError(
-                        f"topic {name!r} exists with {existing} partitions, not {partitions}"
-                    )
-            self._read_partition_count(name)
-            return TopicDescription(name, partitions)
-
-    def delete_topic(self, name: str) -> None:
-        self._check_open()
-        with self._lock:
-            self._read_partition_count(name)
-            trash = f"{TMP_PREFIX}deleted-{uuid.uuid4().hex}"
-            try:
-                self._storage.move(name, trash)  # atomic: readers see all or nothing
-            except FileNotFoundError:
-                raise self._unknown(name) from None
-            finally:
-                self._forget(name)
-            self._storage.delete_dir(trash)
-
-    def list_topics(self) -> list[str]:
-        self._check_open()
-        return sorted(
-            info.base_name
-            for info in self._storage.list_dir("")
-            if _TOPIC_RE.match(info.base_name)
-            and self._storage.exists(f"{info.base_name}/{_TOPIC_FILE}")
-        )
-
-    def has_topic(self, name: str) -> bool:
-        self._check_open()
-        return (
-            isinstance(name, str)
-            and bool(_TOPIC_RE.match(name))
-            and self._storage.exists(f"{name}/{_TOPIC_FILE}")
-        )
-
-    def describe_topic(self, name: str) -> TopicDescription:
-        self._check_open()
-        with self._lock:
-            return TopicDescription(name, self._read_partition_count(name))
-
-    def partitions(self, name: str) -> int:
-        return self.describe_topic(name).partitions
-
-    def topic_id(self, name: str) -> str | None:
-        self._check_open()
-        with self._lock:
-            self._read_partition_count(name)  # always reads the disk: re-creation shows
-            return self._topic_ids.get(name)
 
     # -- offsets -----------------------------------------------------------------------------
 
@@ -346,6 +228,63 @@ class FileLog(Log):
                 )
             return part.seal(segment.name, count, segment.writer_id, seal_id, crc)
 
+    def seal_many(self, seals: Sequence[tuple[SegmentRef, str]]) -> list[int]:
+        """Seal many segments (of any partitions) for one durable seal journal record
+        instead of two fsyncs per segment (``seal_journal``); see ``Log.seal_many``."""
+        self._check_open()
+        if not seals:
+            return []
+        for _, seal_id in seals:
+            if not isinstance(seal_id, str) or not seal_id:
+                raise LogError("seal_id must be a non-empty string")
+        with self._lock:
+            for topic in sorted({ref.topic for ref, _ in seals}):
+                self._read_partition_count(topic)  # never into a deleted or re-created topic
+            parts = {
+                (r.topic, r.partition): self._partition(r.topic, r.partition) for r, _ in seals
+            }
+            with self._journal.locked():
+                bases = seal_group(parts, seals, self._journal)
+            if self._journal.compact_due():
+                self._sync_in_background()
+            return bases
+
+    def sync_seals(self) -> int:
+        """Make every group seal so far durable with one sync of the file system and drop
+        their seal journal records; returns how many records went. Runs by itself every
+        ``sync_interval_s`` (in the background) and when a handle that sealed closes."""
+        with self._lock, self._journal.locked():
+            names = self._journal.settled(self._replay_earlier_boot)
+        self._storage.sync_all()
+        with self._lock:
+            return self._journal.drop(names)
+
+    def _sync_in_background(self) -> None:
+        if self._syncing is not None and self._syncing.is_alive():
+            return
+        self._syncing = threading.Thread(
+            target=self._sync_quietly, name="streamtide-seal-sync", daemon=True
+        )
+        self._syncing.start()
+
+    def _sync_quietly(self) -> None:
+        try:
+            self.sync_seals()
+        except (OSError, LogError) as e:  # the records stay: the next sync drops them
+            log.warning("syncing the file log's group seals at %s failed: %s", self.url, e)
+
+    def _replay_earlier_boot(self, partitions: set[tuple[str, int]]) -> None:
+        """Replay the seal journal's claims of earlier boots on ``partitions`` (caller holds
+        the lock; opening a partition replays them)."""
+        for topic, partition in sorted(partitions):
+            try:
+                cached = (topic, partition) in self._partitions
+                part = self._partition(topic, partition, verify=True)
+            except (UnknownTopicError, UnknownPartitionError):
+                continue  # deleted since: nothing to bring back
+            if cached:
+                replay_claims(part, self._journal, everything=False)
+
     def list_unsealed(self, topic: str, partition: int) -> list[SegmentRef]:
         with self._lock:
             found = self._partition(topic, partition, verify=True).unsealed()
@@ -419,6 +358,7 @@ class FileLog(Log):
         self._check_open()
         removed = self._storage.remove_stale_tmp("", max_age_s)
         removed += self._storage.remove_stale_tmp(SHARED_DIR, max_age_s)
+        removed += self._storage.remove_stale_tmp(SEALS_DIR, max_age_s)
         for topic in self.list_topics():
             removed += self._storage.remove_stale_tmp(topic, max_age_s)
             for p in range(self.partitions(topic)):
@@ -428,88 +368,17 @@ class FileLog(Log):
             removed += self._upkeep.delete_stale(max_age_s)
         return removed
 
-    # Seals fsync a manifest entry each: handles of their own (which coordinate through the
-    # files exactly as other processes do) let seals of different partitions overlap.
-    parallel_seals = True
-
-    def handle(self) -> FileLog:
-        """This thread's own handle on the same root (the calling thread's is cached)."""
-        if threading.current_thread() is threading.main_thread():
-            return self
-        handle = getattr(self._per_thread, "log", None)
-        if handle is None or handle._closed:
-            handle = FileLog._reopen(self.root, self._storage.fsync, self._checkpoint_every)
-            self._per_thread.log = handle
-            with self._lock:
-                self._handles.append(handle)
-        return handle
-
     def close(self) -> None:
+        """Release the handle; group seals it made become durable first (one sync)."""
+        if self._syncing is not None:
+            self._syncing.join()
+        if not self._closed and self._journal.unsynced():
+            self._sync_quietly()
         with self._lock:
-            for handle in self._handles:
-                handle.close()
-            self._handles.clear()
             self._closed = True
             self._partitions.clear()
             self._partition_counts.clear()
             self._topic_ids.clear()
-
-    # -- internals ---------------------------------------------------------------------------
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise LogClosedError(f"the log at {self.url} is closed")
-
-    def _unknown(self, topic: object) -> UnknownTopicError:
-        return UnknownTopicError(f"topic {topic!r} does not exist in {self.url}")
-
-    def _read_partition_count(self, topic: str) -> int:
-        if not isinstance(topic, str) or not _TOPIC_RE.match(topic):
-            raise self._unknown(topic)
-        try:
-            raw = json.loads(self._storage.read_bytes(f"{topic}/{_TOPIC_FILE}"))
-            count = int(raw["partitions"])
-            topic_id = raw.get("id")
-        except FileNotFoundError:
-            self._forget(topic)
-            raise self._unknown(topic) from None
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
-            where = self._storage.path(f"{topic}/{_TOPIC_FILE}")
-            raise CorruptLogError(f"metadata of topic {topic!r} ({where}) is corrupt: {e}") from e
-        if topic in self._topic_ids and self._topic_ids[topic] != topic_id:
-            self._forget(topic)  # deleted and re-created by another process: drop stale state
-        self._partition_counts[topic] = count
-        self._topic_ids[topic] = topic_id
-        return count
-
-    def _partition(self, topic: str, partition: int, *, verify: bool = False) -> Partition:
-        """The cached partition (caller holds the lock); checks topic and number. ``verify``
-        re-reads the topic metadata first, so that writes never go to the manifest of a topic
-        that another process deleted (or deleted and re-created) since it was cached."""
-        self._check_open()
-        if verify:
-            self._read_partition_count(topic)
-        part = self._partitions.get((topic, partition))
-        if part is not None and type(partition) is int:
-            return part
-        count = self._partition_counts.get(topic)
-        if count is None:
-            count = self._read_partition_count(topic)
-        if isinstance(partition, bool) or not isinstance(partition, int):
-            raise UnknownPartitionError(f"partition must be an int, got {partition!r}")
-        if not 0 <= partition < count:
-            raise UnknownPartitionError(
-                f"topic {topic!r} has partitions 0..{count - 1}; there is no partition {partition}"
-            )
-        part = Partition(self._storage, topic, partition, self._checkpoint_every, self._shared)
-        self._partitions[(topic, partition)] = part
-        return part
-
-    def _forget(self, topic: str) -> None:
-        self._partition_counts.pop(topic, None)
-        self._topic_ids.pop(topic, None)
-        for key in [k for k in self._partitions if k[0] == topic]:
-            del self._partitions[key]
 
 
 def _offset(value: object, what: str) -> int:
@@ -518,7 +387,3 @@ def _offset(value: object, what: str) -> int:
     if value < 0:
         raise OffsetOutOfRangeError(f"{what} offset must not be negative, got {value}")
     return value
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000

@@ -1,4 +1,5 @@
-"""One partition directory of the file log: its segment files and its manifest.
+"""One partition directory of the file log: its manifest (its segment files:
+``partition_segments``).
 
 A segment is visible exactly when a manifest entry names it. Segment files are written under a
 temporary name and renamed before any entry can name them, and manifest entries are created
@@ -12,7 +13,8 @@ Integrity: seal entries carry the segment file's crc32, verified the first time 
 reads the segment; entries are hash-chained (``manifest``); and ``head.json`` names the newest
 entry a writer created, so opening a partition detects a lost tail or a gap in the entries.
 Each check raises ``CorruptLogError`` naming the topic, partition and file: damaged data is
-never read as records.
+never read as records. Entries a group seal created without fsync and a power loss took (or
+left empty) are rebuilt from the seal journal first (``seal_journal``, ``sealing``).
 """
 
 from __future__ import annotations
@@ -20,11 +22,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-import zlib
-from collections.abc import Callable
-from typing import TypeVar
-
-import pyarrow as pa
 
 from streamtide.log.errors import (
     CorruptLogError,
@@ -42,24 +39,20 @@ from streamtide.log.manifest import (
     seal_entry,
     truncate_entry,
 )
-from streamtide.log.segments import (
-    SEGMENT_SCHEMA,
-    count_from_schema,
-    new_segment_name,
-    with_metadata,
-    writer_of,
-)
+from streamtide.log.partition_segments import PartitionSegments
+from streamtide.log.seal_journal import SealJournal
+from streamtide.log.sealing import repair_claim, replay_claims, same_seal
+from streamtide.log.segments import writer_of
 from streamtide.log.shared_segments import SharedSegments, parse_slice
 from streamtide.log.storage import TMP_PREFIX, LocalStorage
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 SUBDIRS = ("segments", "manifest", "checkpoints")
 _KEEP_CHECKPOINTS = 2
 
 
-class Partition:
+class Partition(PartitionSegments):
     """Segments and manifest of ``<topic>/<number>`` under a storage root."""
 
     def __init__(
@@ -69,21 +62,24 @@ class Partition:
         number: int,
         checkpoint_every: int,
         shared: SharedSegments | None = None,
+        journal: SealJournal | None = None,
+        topic_id: str | None = None,
     ) -> None:
-        self.storage = storage
-        self.topic, self.number = topic, number
-        self.shared = shared or SharedSegments(storage)
+        super().__init__(storage, topic, number, shared)
+        self.journal = journal
+        #: the topic's id (``topic.json``): seal journal claims on a deleted topic of the
+        #: same name are not this one's
+        self.topic_id = topic_id
         #: shared files a truncation applied here dropped slices of (``FileLog`` deletes
         #: them once no partition holds a slice of them)
         self.dropped_shared: set[str] = set()
-        self.where = f"{topic}/{number}"
-        self._segments = f"{topic}/{number}/segments"
         self._manifest = f"{topic}/{number}/manifest"
         self._checkpoints = f"{topic}/{number}/checkpoints"
         self._checkpoint_every = checkpoint_every
         self._head = f"{topic}/{number}/head.json"
-        self._verified: set[str] = set()
         self.state = self._load()
+        if journal is not None and journal.has_earlier_boot():
+            replay_claims(self, journal, everything=False)  # entries a power loss took
         self._check_complete()
 
     # -- manifest ----------------------------------------------------------------------------
@@ -97,9 +93,24 @@ class Partition:
                 data = self.storage.read_bytes(rel)
             except FileNotFoundError:
                 break
-            self._delete_segments(st.apply(data, self.storage.path(rel)))
+            try:
+                dropped = st.apply(data, self.storage.path(rel))
+            except CorruptLogError:
+                repaired = self._repaired(rel)  # an entry a power loss left empty or torn
+                if repaired is None:
+                    raise
+                dropped = st.apply(repaired, self.storage.path(rel))
+            self._delete_segments(dropped)
         self._maybe_checkpoint()
         return st
+
+    def _repaired(self, rel: str) -> bytes | None:
+        """The next entry rewritten (durably) from the seal journal's claim on it; None if
+        no claim chains to the entry before it."""
+        data = None if self.journal is None else repair_claim(self, self.journal)
+        if data is not None:
+            self.storage.write_bytes_atomic(rel, data)
+        return data
 
     def seal(
         self, name: str, count: int, writer_id: str, seal_id: str, crc: int | None = None
@@ -120,7 +131,7 @@ class Partition:
                     f"cannot seal it again as {seal_id!r}"
                 )
             sealed = SealedSegment(name, st.end_offset, count, seal_id, crc)
-            data = seal_entry(sealed, writer_id, time.time_ns() // 1_000_000, self._prev())
+            data = seal_entry(sealed, writer_id, time.time_ns() // 1_000_000, self.prev_hash())
             if self._create_entry(data):
                 return sealed.base_offset
             self.refresh()  # another writer took that entry number
@@ -136,21 +147,30 @@ class Partition:
             begin, dropped = st.plan_truncation(offset)
             if begin <= st.begin_offset and not dropped:
                 return st.begin_offset
-            if self._create_entry(truncate_entry(begin, dropped, self._prev())):
+            if self._create_entry(truncate_entry(begin, dropped, self.prev_hash())):
                 return st.begin_offset
             self.refresh()
 
     def _create_entry(self, data: bytes) -> bool:
+        return self.create_entry(data)
+
+    def create_entry(self, data: bytes, *, durable: bool = True, head: bool = True) -> bool:
+        """Create the next manifest entry exclusively and apply it; False if another writer
+        took its number. ``durable=False``: no fsync, and readers may find the entry
+        partly written until this returns (a seal journal record claims it: they rebuild it
+        from there); ``head=False``: leave ``head.json`` to the caller (``write_head``)."""
         st = self.state
         rel = f"{self._manifest}/{entry_name(st.next_entry)}"
-        if not self.storage.create_exclusive(rel, data):
+        create = self.storage.create_exclusive if durable else self.storage.create_lazily
+        if not create(rel, data):
             return False
         self._delete_segments(st.apply(data, self.storage.path(rel)))
-        self._write_head()
+        if head:
+            self.write_head()
         self._maybe_checkpoint()
         return True
 
-    def _prev(self) -> str:
+    def prev_hash(self) -> str:
         """The hash the next entry is chained by (read from the file if not known)."""
         st = self.state
         if st.last_hash is None:
@@ -161,10 +181,7 @@ class Partition:
                 raise CorruptLogError(f"manifest entry {rel} is missing") from None
         return st.last_hash
 
-    def _checksum(self, name: str) -> int:
-        return self._read_segment_file(name, lambda rel: zlib.crc32(self.storage.read_buffer(rel)))
-
-    def _write_head(self) -> None:
+    def write_head(self) -> None:
         st = self.state
         head = {"v": 1, "next_entry": st.next_entry, "hash": st.last_hash}
         try:
@@ -185,6 +202,9 @@ class Partition:
             log.warning("ignoring the unreadable head %s: %s", self.storage.path(self._head), e)
             expected = 0
         found = self.refresh().next_entry
+        if self.journal is not None and self._incomplete(found, expected):
+            replay_claims(self, self.journal, everything=True)  # a gap a power loss left
+            found = self.refresh().next_entry
         missing = self.storage.path(f"{self._manifest}/{entry_name(found)}")
         later = f"{self._manifest}/{entry_name(found + 1)}"
         # (refresh again: the entry may have been created just now, with the later one)
@@ -198,6 +218,14 @@ class Partition:
                 f"manifest of topic partition {self.where} is truncated: entry {missing} is "
                 f"missing, but {expected} entries were written"
             )
+
+    def has_later_entry(self) -> bool:
+        """Whether an entry after the next one exists (the next one is missing: a gap)."""
+        return self.storage.exists(f"{self._manifest}/{entry_name(self.state.next_entry + 1)}")
+
+    def _incomplete(self, found: int, expected: int) -> bool:
+        later = f"{self._manifest}/{entry_name(found + 1)}"
+        return found < expected or self.storage.exists(later)
 
     def _load(self) -> PartitionState:
         for n in self._checkpoint_numbers():
@@ -221,7 +249,10 @@ class Partition:
             return
         try:
             rel = f"{self._checkpoints}/{entry_name(st.next_entry)}"
-            self.storage.write_bytes_atomic(rel, st.to_checkpoint())
+            # not synced: the entries stay authoritative (durable, or claimed by a seal
+            # journal record until synced), and a checkpoint lost or left empty by a power
+            # loss only means opening from an older one, or from entry 0
+            self.storage.write_bytes_atomic(rel, st.to_checkpoint(), durable=False)
             st.checkpointed_at = st.next_entry
             for n in self._checkpoint_numbers()[_KEEP_CHECKPOINTS:]:
                 self.storage.delete_file(f"{self._checkpoints}/{entry_name(n)}")
@@ -265,103 +296,6 @@ class Partition:
         return st.covering(start, stop), start, stop
 
     # -- segment files -----------------------------------------------------------------------
-
-    def write(self, table: pa.Table, writer_id: str) -> str:
-        """Write ``table`` as a new (unsealed) segment file; returns its name."""
-        name = new_segment_name(writer_id)
-        self.storage.write_table(f"{self._segments}/{name}", with_metadata(table, writer_id))
-        return name
-
-    def inspect(self, name: str) -> tuple[int, int]:
-        """A segment file's record count (from its footer, which checks the file is whole)
-        and its crc32, from one read of the file (of the whole file, for a slice)."""
-        if parse_slice(name) is not None:
-            return self.shared.inspect(name, self.topic, self.number)
-
-        def count_and_crc(rel: str) -> tuple[int, int]:
-            buffer = self.storage.read_buffer(rel)
-            return count_from_schema(self.storage.schema_of(buffer), rel), zlib.crc32(buffer)
-
-        return self._read_segment_file(name, count_and_crc)
-
-    def segment_count(self, name: str) -> int:
-        """The record count in a segment file's footer (checks the file is whole)."""
-        return self._read_segment_file(
-            name, lambda rel: count_from_schema(self.storage.read_schema(rel), rel)
-        )
-
-    def _read_segment_file(self, name: str, read: Callable[[str], T]) -> T:
-        """``read(path)`` of a segment file, its failures as ``SegmentError``."""
-        rel = f"{self._segments}/{name}"
-        try:
-            return read(rel)
-        except FileNotFoundError:
-            raise SegmentError(
-                f"segment {rel} does not exist (never written, aborted or truncated)"
-            ) from None
-        except (OSError, pa.ArrowInvalid) as e:
-            raise SegmentError(f"segment {rel} is unreadable: {e}") from e
-
-    def read_unsealed(self, name: str, expected_count: int) -> pa.Table:
-        """All rows of a segment file by name (sealed or not), checked against its count."""
-        rel = f"{self._segments}/{name}"
-        try:
-            if parse_slice(name) is not None:
-                rel = f"shared segment {name}"
-                table = self.shared.read_slice(name, self.topic, self.number)
-            else:
-                table = self.storage.read_table(rel)
-        except FileNotFoundError:
-            raise SegmentError(
-                f"segment {rel} does not exist (never written, aborted or truncated)"
-            ) from None
-        except (OSError, pa.ArrowInvalid) as e:
-            raise SegmentError(f"segment {rel} is unreadable: {e}") from e
-        if table.num_rows != expected_count:
-            raise SegmentError(
-                f"segment {rel} holds {table.num_rows} records, expected {expected_count}"
-            )
-        return table
-
-    def read_slice(self, seg: SealedSegment, lo: int, hi: int) -> tuple[pa.Table, int]:
-        """The rows of sealed ``seg`` within offsets ``[lo, hi)`` and the offset of the first.
-        FileNotFoundError if the file is gone (for example truncated meanwhile)."""
-        rel = f"{self._segments}/{seg.name}"
-        try:
-            if parse_slice(seg.name) is not None:
-                rel = self.shared.path(seg.name)
-                table = self.shared.read_slice(seg.name, self.topic, self.number, seg.crc32)
-            else:
-                table = self._read_own(rel, seg)
-        except (FileNotFoundError, CorruptLogError):
-            raise
-        except (OSError, pa.ArrowInvalid, SegmentError) as e:
-            raise CorruptLogError(
-                f"sealed segment {self.storage.path(rel)} of topic partition {self.where} is "
-                f"unreadable: {e}"
-            ) from e
-        if table.num_rows != seg.record_count or not table.schema.equals(SEGMENT_SCHEMA):
-            raise CorruptLogError(
-                f"sealed segment {rel} holds {table.num_rows} records, the manifest says "
-                f"{seg.record_count}"
-            )
-        first = max(lo, seg.base_offset)
-        last = min(hi, seg.end_offset)
-        return table.slice(first - seg.base_offset, last - first), first
-
-    def _read_own(self, rel: str, seg: SealedSegment) -> pa.Table:
-        """A segment file of this partition, its checksum verified on the first read."""
-        buffer = self.storage.read_buffer(rel)
-        if seg.crc32 is not None and seg.name not in self._verified:
-            actual = zlib.crc32(buffer)
-            if actual != seg.crc32:
-                raise CorruptLogError(
-                    f"segment file {self.storage.path(rel)} of topic partition "
-                    f"{self.where} fails its checksum (crc32 {actual:08x}, sealed as "
-                    f"{seg.crc32:08x}): it is damaged and is not read"
-                )
-            self._verified.add(seg.name)
-        return self.storage.table_of(buffer)
 
     def unsealed(self) -> list[tuple[str, str, int]]:
         """(name, writer_id, record count) of every unsealed segment file."""
@@ -412,12 +346,3 @@ class Partition:
         return sum(
             self.storage.remove_stale_tmp(f"{self.where}/{sub}", max_age_s) for sub in SUBDIRS
         )
-
-
-def same_seal(existing: SealedSegment, name: str, seal_id: str) -> int:
-    """The base offset of an earlier seal with this seal_id, if it sealed the same segment."""
-    if existing.name != name:
-        raise SealConflictError(
-            f"seal_id {seal_id!r} already sealed segment {existing.name}, not {name}"
-        )
-    return existing.base_offset

@@ -1,17 +1,19 @@
-"""File access for the file log: everything goes through ``pyarrow.fs`` except two local steps.
+"""File access for the file log: everything goes through ``pyarrow.fs`` except a few local
+steps.
 
 The file log needs five primitives: read a small file, list a directory, write a file
 atomically (readers see all of it or nothing), delete, and *create a file exclusively* (of two
 writers creating the same name, exactly one succeeds). The last one arbitrates the manifest.
 On the local file system it is a hard link of a fully written temporary file (``os.link`` fails
 with EEXIST if the name exists); an object store would use a conditional put instead
-(``If-None-Match: *``). Durability (``fsync``) is also done with ``os`` calls, since
-``pyarrow.fs`` streams do not expose it. Both local steps are in this module only, so an
-object store backend replaces this one class.
-"""
+(``If-None-Match: *``). Durability (``fsync``, and ``syncfs`` for everything at once) is also
+done with ``os`` calls, since ``pyarrow.fs`` streams do not expose it, and so is the cheap
+exclusive create of a file that readers can rebuild (``create_lazily``: ``O_EXCL``). The
+local steps are in this module only, so an object store backend replaces this one class."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import time
 import uuid
@@ -22,6 +24,18 @@ import pyarrow.ipc as ipc
 
 #: Prefix of temporary files; never a valid topic, entry or segment name.
 TMP_PREFIX = ".tmp-"
+
+
+def _libc() -> ctypes.CDLL | None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syncfs  # noqa: B018 - only Linux has it
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+_LIBC = _libc()
 
 
 class LocalStorage:
@@ -132,6 +146,36 @@ class LocalStorage:
             self._remove_quietly(tmp)
         self._sync_dir(rel)
         return True
+
+    def create_lazily(self, rel: str, data: bytes) -> bool:
+        """Create ``rel`` with ``data`` unless it exists (of concurrent callers exactly one
+        gets True), with one file operation and no fsync: a concurrent reader may find it
+        empty or partly written, and a power loss before ``sync_all`` may lose it or leave
+        it empty. Only for files a reader can rebuild (manifest entries that a seal journal
+        record claims). Local step: ``os.open`` with ``O_EXCL``."""
+        try:
+            fd = os.open(self.path(rel), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            return False
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        return True
+
+    def sync_all(self) -> None:
+        """Make everything written under the root so far durable (local step: ``syncfs`` of
+        the root's file system where the C library has it, else ``sync``)."""
+        if not self.fsync:
+            return
+        fd = os.open(self.root, os.O_RDONLY)
+        try:
+            if _LIBC is None or _LIBC.syncfs(fd) != 0:
+                os.sync()
+        finally:
+            os.close(fd)
 
     def delete_file(self, rel: str) -> bool:
         """Delete a file; False if it did not exist."""
