@@ -6,17 +6,18 @@ msgspec writes and reads the same text as ``json`` for plain values, but not for
 it encodes types ``json`` rejects (UUIDs, datetimes, enums, sets, dataclasses...), writes
 non-ASCII text and U+007F unescaped, formats floats below 1e-4 or from 1e16 up differently,
 and rejects NaN, infinities and lone surrogates that ``json`` accepts. So a column is encoded
-here only when every value in it is made of exactly dicts with ``str`` keys, lists, tuples,
-``str``, ``int``, ``bool``, None and finite floats in the range where both write the same
-digits (checked a level at a time in C loops), and each value's text that is not plain ASCII
-is written by ``json`` instead. Decoding through msgspec gives the same values as ``json``
+here only when every value in it is made of exactly dicts, lists, tuples, ``str``, ``int``,
+``bool``, None and finite floats in the range where both write the same digits (checked a
+level at a time in C loops; of these types msgspec takes only ``str`` as a dict key and
+raises for the others), and each value's text that is not plain ASCII is written by ``json``
+instead. Decoding through msgspec gives the same values as ``json``
 for all the text msgspec accepts; anything it rejects is decoded by ``json`` (the caller's
 path). Each function returns None where the caller must use ``json``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, compress, repeat
 from math import isfinite
 from typing import Any
@@ -25,7 +26,7 @@ import msgspec
 
 _ENCODE_LINES = msgspec.json.Encoder(order="sorted").encode_lines
 _DECODE = msgspec.json.Decoder().decode
-_DICT, _LIST, _TUPLE, _STR, _FLOAT = dict, list, tuple, str, float
+_DICT, _LIST, _TUPLE, _FLOAT = dict, list, tuple, float
 _PLAIN = frozenset({dict, list, tuple, str, int, bool, float, type(None)})
 _CONTAINERS = frozenset({dict, list, tuple})
 _IS_A = type.__instancecheck__
@@ -48,39 +49,44 @@ def _plain_floats(floats: list[float]) -> bool:
     return max(sizes) < _LARGEST and min(filter(None, sizes), default=_SMALLEST) >= _SMALLEST
 
 
+def _children(level: list[Any], kinds: set[type]) -> Iterator[Any]:
+    """The keys and values of the dicts in ``level`` and the items of its lists and tuples."""
+    parts: list[Iterable[Any]] = []
+    if _DICT in kinds:
+        dicts = level if len(kinds) == 1 else _of_type(level, _DICT)
+        parts += (chain.from_iterable(dicts), chain.from_iterable(map(_DICT.values, dicts)))
+    for kind in (_LIST, _TUPLE):
+        if kind in kinds:
+            parts.append(chain.from_iterable(_of_type(level, kind)))
+    return chain.from_iterable(parts)
+
+
 def is_plain(values: list[Any]) -> bool:
     """True when every value is built only of the types msgspec writes exactly as ``json``
-    (see the module's docstring); a few C loops per nesting level, no Python call per item."""
+    (see the module's docstring), dict keys included: of those types msgspec accepts only
+    ``str`` as a key (any other raises, and ``json`` takes the column). A few C loops per
+    nesting level, no Python call per item."""
     budget = _ITEMS_PER_VALUE * len(values) + 1_000
     level = values
+    kinds = set(map(type, level))
     for _ in range(_MAX_DEPTH):
-        kinds = set(map(type, level))
         if not kinds <= _PLAIN:
             return False
         if _FLOAT in kinds and not _plain_floats(_of_type(level, _FLOAT)):
             return False
         if not kinds & _CONTAINERS:
             return True
-        dicts = level if kinds == {_DICT} else _of_type(level, _DICT)
-        if dicts and set(map(type, chain.from_iterable(dicts))) - {_STR}:
+        # the types one level down first, without a list: most often they are all scalars
+        inner = set(map(type, _children(level, kinds)))
+        if not inner <= _PLAIN:
             return False
-        nested: list[Any] = []
-        for kind in (_LIST, _TUPLE):
-            if kind in kinds:
-                nested.extend(chain.from_iterable(_of_type(level, kind)))
-        if dicts:
-            # a dict's values are most often scalars: their types first, without a list
-            inside = set(map(type, chain.from_iterable(map(_DICT.values, dicts))))
-            if not inside <= _PLAIN:
-                return False
-            if inside & _CONTAINERS or _FLOAT in inside:
-                nested.extend(chain.from_iterable(map(_DICT.values, dicts)))
-            elif not nested:
-                return True
-        budget -= len(nested)
+        if not inner & _CONTAINERS and _FLOAT not in inner:
+            return True
+        level = list(_children(level, kinds))
+        kinds = inner
+        budget -= len(level)
         if budget < 0:
             return False
-        level = nested
     return False
 
 
