@@ -180,3 +180,12 @@ def test_text_msgspec_rejects_is_decoded_by_json() -> None:
     decoded = JSON.deserialize_many(column)
     assert math.isnan(decoded[0]) and decoded[1] == math.inf
     assert decoded[2:] == ["\ud800", [1, 2], None]
+
+
+@pytest.mark.parametrize(
+    "data", [b'"\xff"', b'"\xed\xa0\x80"', b'{"\xc0\xaf":1}', b'"a\x00b"', b"\xef\xbb\xbf1"]
+)
+def test_bytes_json_refuses_are_refused_with_the_serde_error(data: bytes) -> None:
+    assert decode_column([b"1", data]) is None
+    with pytest.raises(SerdeError):
+        JSON.deserialize_many([b"1", data])
