@@ -3,13 +3,17 @@ against the plain-Python ceiling of the same records (for the pipeline: the hand
 over raw bytes), all in this process (so the ratios hold on a busy machine), and with
 ``--profile`` the Python calls per input record.
 
-Each batch runs ``run_work_unit`` as an executor would (open and restore the stores, process,
-commit, write segments, close) and its segments are sealed before the next batch, as the
-driver does; Spark's job and the driver's planning are not included. The stream-table join
-and the pipeline read the users table's partition first (every lookup hits); the pipeline's
-windowed count runs on every partition of its repartition topic after each batch.
+Each batch runs ``run_work_unit`` as an executor would and its segments are sealed before the
+next batch, as the driver does: by default as in continuous execution (the application's
+default), one ``TaskHost`` keeps every task and its stores open from batch to batch and
+settles each run once it is sealed; with ``--execution micro_batch`` each run opens and
+restores its stores and closes them again. Spark's job and the driver's planning are not
+included. The stream-table join and the pipeline read the users table's partition first
+(every lookup hits); the pipeline's windowed count runs on every partition of its
+repartition topic after each batch.
 
     .venv/bin/python -m bench.work_unit [--events N] [--batch-size N] [--operations OP ...]
+                                        [--execution continuous|micro_batch]
                                         [--profile [--top N]]
 """
 
@@ -39,7 +43,13 @@ from streamtide import StreamsConfig
 from streamtide.log import open_log
 from streamtide.log.api import SegmentRef
 from streamtide.runtime.state_factory import make_task_stores
-from streamtide.runtime.work_unit import ActiveSpec, WorkUnitSpec, run_work_unit
+from streamtide.runtime.task_host import TaskHost
+from streamtide.runtime.work_unit import (
+    ActiveSpec,
+    WorkUnitSpec,
+    client_state_dir,
+    run_work_unit,
+)
 
 
 def _config(root: Path, operation: str, profile: bool) -> StreamsConfig:
@@ -68,6 +78,7 @@ def run_task(
     w: Workload,
     profile: bool = False,
     top: int = 0,
+    execution: str = "continuous",
 ) -> tuple[float, int, int]:
     """Seconds to run partition 0 of the input through the operation's tasks in batches;
     input records and Python function calls (0 unless ``profile``); with ``top``, also print
@@ -93,6 +104,10 @@ def run_task(
     (main_topic,) = [t for t in subs[0][1] if t != USERS_TOPIC]
     end_offset = log.end_offset(main_topic, 0)
     tasks: dict[str, _Task] = {}
+    host = None
+    if execution == "continuous":
+        state_dir = client_state_dir(config, "c")
+        host = TaskHost(topology, config, log, make_task_stores, state_dir, keep_open=True)
     profiler = cProfile.Profile() if profile else None
     started = time.perf_counter()
     for batch, start in enumerate(range(0, end_offset, w.batch_size)):
@@ -114,7 +129,7 @@ def run_task(
                 )
                 if profiler is not None:
                     profiler.enable()
-                report = run_work_unit(topology, config, log, spec, make_task_stores)
+                report = run_work_unit(topology, config, log, spec, make_task_stores, host=host)
                 if profiler is not None:
                     profiler.disable()
                 (result,) = report["tasks"]
@@ -123,6 +138,12 @@ def run_task(
                     seal_id = f"{app}/{batch}/{task.task_id}/{ref.name}"
                     log.seal(ref.topic, ref.partition, ref, seal_id=seal_id)
                 task.state = result["state"]
+                if host is not None:  # the driver's settle after the seal
+                    if profiler is not None:
+                        profiler.enable()
+                    host.settle({task.task_id: result["writer"]})
+                    if profiler is not None:
+                        profiler.disable()
     seconds = time.perf_counter() - started
     calls = 0
     if profiler is not None:
@@ -130,6 +151,8 @@ def run_task(
         calls = sum(stat[1] for stat in stats.stats.values())  # type: ignore[attr-defined]
         if top:
             stats.sort_stats("tottime").print_stats(top)
+    if host is not None:
+        host.close()
     log.close()
     return seconds, end_offset, calls
 
@@ -155,6 +178,12 @@ def main(argv: list[str] | None = None) -> None:
         type=int,
         default=0,
         help="with --profile: print the N functions by own time",
+    )
+    parser.add_argument(
+        "--execution",
+        choices=("continuous", "micro_batch"),
+        default="continuous",
+        help="keep the tasks open between batches (the default) or open them per batch",
     )
     args = parser.parse_args(argv)
     w = replace(Workload(), events=args.events, batch_size=args.batch_size)
@@ -184,10 +213,12 @@ def main(argv: list[str] | None = None) -> None:
                 )
             else:
                 print(f"{operation:<14} {'ceiling':<7} {'n/a':>10}")
-            seconds, records, _ = run_task(root, operation, w)
+            seconds, records, _ = run_task(root, operation, w, execution=args.execution)
             calls = 0
             if args.profile:
-                _, _, calls = run_task(root, operation, w, profile=True, top=args.top)
+                _, _, calls = run_task(
+                    root, operation, w, profile=True, top=args.top, execution=args.execution
+                )
             print(
                 f"{'':<14} {'task':<7} {records / seconds:>10,.0f} "
                 f"{seconds / records * 1e6:>7.1f} "

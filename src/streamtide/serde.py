@@ -17,6 +17,7 @@ from itertools import repeat
 from typing import Any, Generic, TypeVar
 
 from streamtide.errors import ConfigError, SerdeError
+from streamtide.json_columns import decode_column, encode_column
 from streamtide.time import Duration, to_millis
 from streamtide.window import Window, Windowed
 
@@ -376,6 +377,10 @@ class JsonSerde(Serde[Any]):
         return json.loads(bytes(data).decode("utf-8"))
 
     def _to_bytes_many(self, values: list[Any]) -> list[bytes | None]:
+        if None not in values:
+            encoded = encode_column(values, self._to_bytes)
+            if encoded is not None:
+                return encoded  # type: ignore[return-value]
         dumps = _JSON_ENCODER.encode
         if _JSON_ONE_SHOT is not None:
             one_shot, join = _JSON_ONE_SHOT, "".join
@@ -392,6 +397,9 @@ class JsonSerde(Serde[Any]):
         return [None if value is None else dumps(value).encode("utf-8") for value in values]
 
     def _from_bytes_many(self, items: list[bytes | None]) -> list[Any]:
+        decoded = decode_column(items)
+        if decoded is not None:
+            return decoded
         # The decoder's scanner parses one value; text it does not consume entirely (white
         # space around the value, or anything invalid) goes through the full decoder.
         scan, decode = _JSON_DECODER.scan_once, _JSON_DECODER.decode
