@@ -9,15 +9,35 @@ segment is sealed, so concurrent writers never collide and offsets stay dense.
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
+from streamtide.errors import LogError
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
 Headers = tuple[tuple[str, bytes], ...]
+
+
+#: A topic name as Kafka allows it: 1-249 of [A-Za-z0-9._-], not starting with '.'.
+TOPIC_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,248}$")
+MAX_PARTITIONS = 100_000
+
+
+def check_new_topic(name: object, partitions: object) -> None:
+    """Refuse a topic name or partition count that no log accepts (before creating it)."""
+    if not isinstance(name, str) or not TOPIC_RE.match(name):
+        raise LogError(
+            f"invalid topic name {name!r}: use 1-249 of [A-Za-z0-9._-], not starting with '.'"
+        )
+    if isinstance(partitions, bool) or not isinstance(partitions, int):
+        raise LogError(f"partitions must be an int, got {type(partitions).__name__}")
+    if not 1 <= partitions <= MAX_PARTITIONS:
+        raise LogError(f"partitions must be between 1 and {MAX_PARTITIONS}, got {partitions}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,13 +14,12 @@ so they never land in a topic that another process deleted or re-created.
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 import uuid
 from collections.abc import Mapping
 
-from streamtide.log.api import Log, TopicDescription
+from streamtide.log.api import TOPIC_RE, Log, TopicDescription, check_new_topic
 from streamtide.log.errors import (
     CorruptLogError,
     LogClosedError,
@@ -35,8 +34,6 @@ from streamtide.log.shared_segments import SharedSegments
 from streamtide.log.storage import TMP_PREFIX, LocalStorage
 
 _TOPIC_FILE = "topic.json"
-TOPIC_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,248}$")
-_MAX_PARTITIONS = 100_000
 
 
 class FileTopics(Log):
@@ -76,14 +73,7 @@ class FileTopics(Log):
     ) -> TopicDescription:
         """See ``Log.create_topic``; ``configs`` (Kafka topic settings) do not apply here."""
         self._check_open()
-        if not isinstance(name, str) or not TOPIC_RE.match(name):
-            raise LogError(
-                f"invalid topic name {name!r}: use 1-249 of [A-Za-z0-9._-], not starting with '.'"
-            )
-        if isinstance(partitions, bool) or not isinstance(partitions, int):
-            raise LogError(f"partitions must be an int, got {type(partitions).__name__}")
-        if not 1 <= partitions <= _MAX_PARTITIONS:
-            raise LogError(f"partitions must be between 1 and {_MAX_PARTITIONS}, got {partitions}")
+        check_new_topic(name, partitions)
         meta = f"{name}/{_TOPIC_FILE}"
         with self._lock:
             created = False

@@ -17,14 +17,20 @@ the cache and turn a broker's "unknown topic" into ``UnknownTopicError``.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
 
-from streamtide.log.api import Log, LogRecord, Records, SegmentRef, TopicDescription
+from streamtide.log.api import (
+    Log,
+    LogRecord,
+    Records,
+    SegmentRef,
+    TopicDescription,
+    check_new_topic,
+)
 from streamtide.log.errors import (
     LogClosedError,
     LogError,
@@ -54,8 +60,6 @@ from streamtide.log.segments import to_table as to_segment_table
 
 #: The timestamps with which a ListOffsets request asks for the first and the next offset.
 _EARLIEST, _LATEST = -2, -1
-_TOPIC_RE = re.compile(r"^[A-Za-z0-9_-][A-Za-z0-9._-]{0,248}$")
-_MAX_PARTITIONS = 100_000
 _CHUNK = 10_000
 
 
@@ -129,14 +133,7 @@ class KafkaLog(Log):
         configs: Mapping[str, str] | None = None,
     ) -> TopicDescription:
         self._check_open()
-        if not isinstance(name, str) or not _TOPIC_RE.match(name):
-            raise LogError(
-                f"invalid topic name {name!r}: use 1-249 of [A-Za-z0-9._-], not starting with '.'"
-            )
-        if isinstance(partitions, bool) or not isinstance(partitions, int):
-            raise LogError(f"partitions must be an int, got {type(partitions).__name__}")
-        if not 1 <= partitions <= _MAX_PARTITIONS:
-            raise LogError(f"partitions must be between 1 and {_MAX_PARTITIONS}, got {partitions}")
+        check_new_topic(name, partitions)
         settings = {**self._topic_defaults, **{k: str(v) for k, v in (configs or {}).items()}}
         try:
             self._admin().create(name, partitions, settings)
