@@ -71,7 +71,7 @@ def wait_until_caught_up(app: StreamsApp, timeout: float = 120) -> None:
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 @pytest.mark.parametrize(
-    ("execution", "most", "seconds"), [("continuous", 0.02, 60), ("micro_batch", 0.05, 30)]
+    ("execution", "most", "seconds"), [("continuous", 0.02, 30), ("micro_batch", 0.05, 15)]
 )
 def test_idle_application_launches_no_job_and_uses_almost_no_cpu(
     spark, log_url, tmp_path, execution, most, seconds
