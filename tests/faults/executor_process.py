@@ -25,7 +25,7 @@ from tests.faults.driver_process import make_config
 
 
 def die_inside_commits(probability: float, seed: str, kills_file: str) -> None:
-    """With ``probability`` per task transaction, end this process (SIGKILL-like:
+    """With ``probability`` per work unit's transaction, end this process (SIGKILL-like:
     ``os._exit``) a few milliseconds into its commit: while ``commit_transaction`` waits for
     the broker, or just after it returned, before the read-back."""
     import random
@@ -38,7 +38,7 @@ def die_inside_commits(probability: float, seed: str, kills_file: str) -> None:
     commit = KafkaTransaction.commit
 
     def dying_commit(self: KafkaTransaction) -> None:
-        if not self.where.startswith("task ") or rnd.random() >= probability:
+        if not self.where.startswith("work unit ") or rnd.random() >= probability:
             commit(self)
             return
         returned = threading.Event()
