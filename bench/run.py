@@ -162,7 +162,7 @@ def measure_ceiling(
         )
         console.print(f"  python-ceiling {op}: {seconds:.2f} s, {outputs:,} out")
     if "pipeline" in operations:
-        seconds, read, outputs = hand_loop.run_pipeline(log_url, w.partitions)
+        seconds, read, outputs = hand_loop.run_pipeline(log_url, w.partitions, w.batch_size)
         results.append(
             Result("python-hand-loop", "pipeline", read, seconds, None, outputs, HAND_LOOP_NOTE)
         )

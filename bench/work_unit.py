@@ -163,7 +163,7 @@ def hand_loop_seconds(root: Path, w: Workload) -> float:
     records = hand_loop.read_raw(url, PIPELINE_TOPIC, w.partitions)[0]
     users = hand_loop.read_raw(url, USERS_TOPIC, w.partitions)[0]
     started = time.perf_counter()
-    hand_loop.pipeline(records, users)
+    hand_loop.pipeline(records, users, w.batch_size)
     return time.perf_counter() - started
 
 

@@ -8,8 +8,8 @@ non-ASCII text and U+007F unescaped, formats floats below 1e-4 or from 1e16 up d
 and rejects NaN, infinities and lone surrogates that ``json`` accepts. So a column is encoded
 here only when every value in it is made of exactly dicts, lists, tuples, ``str``, ``int``,
 ``bool``, None and finite floats in the range where both write the same digits (checked a
-level at a time in C loops; of these types msgspec takes only ``str`` as a dict key and
-raises for the others), and each value's text that is not plain ASCII is written by ``json``
+level at a time in C loops; with sorted keys msgspec takes only ``str`` keys, so no other
+key is plain), and each value's text that is not plain ASCII is written by ``json``
 instead. Decoding through msgspec gives the same values as ``json``
 for all the text msgspec accepts; anything it rejects is decoded by ``json`` (the caller's
 path). Each function returns None where the caller must use ``json``.
@@ -17,7 +17,7 @@ path). Each function returns None where the caller must use ``json``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from itertools import chain, compress, repeat
 from math import isfinite
 from typing import Any
@@ -29,6 +29,8 @@ _DECODE = msgspec.json.Decoder().decode
 _DICT, _LIST, _TUPLE, _FLOAT = dict, list, tuple, float
 _PLAIN = frozenset({dict, list, tuple, str, int, bool, float, type(None)})
 _CONTAINERS = frozenset({dict, list, tuple})
+#: The only dict keys of a plain value (exactly ``str``: msgspec takes a subclass too).
+_KEYS = frozenset({str})
 _IS_A = type.__instancecheck__
 #: Floats whose shortest text both write alike: zero, and magnitudes in [1e-4, 1e16).
 _SMALLEST, _LARGEST = 1e-4, 1e16
@@ -49,23 +51,11 @@ def _plain_floats(floats: list[float]) -> bool:
     return max(sizes) < _LARGEST and min(filter(None, sizes), default=_SMALLEST) >= _SMALLEST
 
 
-def _children(level: list[Any], kinds: set[type]) -> Iterator[Any]:
-    """The keys and values of the dicts in ``level`` and the items of its lists and tuples."""
-    parts: list[Iterable[Any]] = []
-    if _DICT in kinds:
-        dicts = level if len(kinds) == 1 else _of_type(level, _DICT)
-        parts += (chain.from_iterable(dicts), chain.from_iterable(map(_DICT.values, dicts)))
-    for kind in (_LIST, _TUPLE):
-        if kind in kinds:
-            parts.append(chain.from_iterable(_of_type(level, kind)))
-    return chain.from_iterable(parts)
-
-
 def is_plain(values: list[Any]) -> bool:
     """True when every value is built only of the types msgspec writes exactly as ``json``
-    (see the module's docstring), dict keys included: of those types msgspec accepts only
-    ``str`` as a key (any other raises, and ``json`` takes the column). A few C loops per
-    nesting level, no Python call per item."""
+    (see the module's docstring), with only ``str`` as dict keys (with sorted keys msgspec
+    takes no other key, and ``json`` takes the column). A few C loops per nesting level, no
+    Python call per item; keys are checked where they are and do not go down a level."""
     budget = _ITEMS_PER_VALUE * len(values) + 1_000
     level = values
     kinds = set(map(type, level))
@@ -76,13 +66,26 @@ def is_plain(values: list[Any]) -> bool:
             return False
         if not kinds & _CONTAINERS:
             return True
+        one_kind = len(kinds) == 1
+        dicts = (level if one_kind else _of_type(level, _DICT)) if _DICT in kinds else []
+        if dicts and not set(map(type, chain.from_iterable(dicts))) <= _KEYS:
+            return False
+        sequences = [
+            level if one_kind else _of_type(level, kind)
+            for kind in (_LIST, _TUPLE)
+            if kind in kinds
+        ]
         # the types one level down first, without a list: most often they are all scalars
-        inner = set(map(type, _children(level, kinds)))
+        inner = set(map(type, chain.from_iterable(map(_DICT.values, dicts))))
+        for items in sequences:
+            inner.update(map(type, chain.from_iterable(items)))
         if not inner <= _PLAIN:
             return False
         if not inner & _CONTAINERS and _FLOAT not in inner:
             return True
-        level = list(_children(level, kinds))
+        level = list(chain.from_iterable(map(_DICT.values, dicts)))
+        for items in sequences:
+            level.extend(chain.from_iterable(items))
         kinds = inner
         budget -= len(level)
         if budget < 0:

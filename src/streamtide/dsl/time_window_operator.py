@@ -20,8 +20,10 @@ last update goes to the store with the stream time it was made at, in the order 
 updates (``TimestampedWindowStore.write_all_at``, which expires segments at the same points
 per-row puts would; an earlier update of a window would only have been overwritten in the
 store's write buffer): the store and its changelog are those of record-at-a-time processing.
-Rows are added in one loop, with no call per row beyond the user's aggregator and no call per
-update into the record cache.
+Rows are added in one loop, with no call per row beyond the user's aggregator. With the record
+cache on, each updated window's last update of the batch goes into the cache once, after the
+loop, in the order of the last updates: the order, values and timestamps an update per row
+would leave there (each update moves its window to the end; only a window's last one stays).
 """
 
 from __future__ import annotations
@@ -48,9 +50,10 @@ from streamtide.window import Window, Windowed
 
 #: A window's aggregate in memory: serialized (None: not serialized yet, or absent), itself
 #: (``ABSENT``: no aggregate; ``UNREAD``: deserialize the bytes to read it), the result's
-#: timestamp, the stream time of the batch's last update (None: not updated) and the key's
-#: bytes.
-Entry = tuple["bytes | None", Any, int, "int | None", bytes]
+#: timestamp, the stream time of the batch's last update (None: not updated), the key's
+#: bytes, and the position in the batch of the row of the last update and that update's
+#: result (what the record cache keeps; None: not updated).
+Entry = tuple["bytes | None", Any, int, "int | None", bytes, "int | None", Any]
 
 #: Stands for a window without an aggregate (none stored, or its aggregate became None).
 ABSENT: Any = object()
@@ -93,10 +96,10 @@ class TimeWindowAggregateOperator(ColumnOperator):
         """The window's aggregate as stored, read on the batch's first row for it."""
         stored = self.store.get_stored(key_bytes, start)
         if stored is None:
-            entry: Entry = (None, ABSENT, 0, None, key_bytes)
+            entry: Entry = (None, ABSENT, 0, None, key_bytes, None, None)
         else:
             raw, timestamp = decode(stored)
-            entry = (raw, UNREAD, timestamp, None, key_bytes)
+            entry = (raw, UNREAD, timestamp, None, key_bytes, None, None)
         self._entries[(ident, start)] = entry
         return entry
 
@@ -116,7 +119,7 @@ class TimeWindowAggregateOperator(ColumnOperator):
                 if value is ABSENT
                 else encode(serialize(value) if raw is None else raw, timestamp),  # type: ignore[arg-type]
             )
-            for (_, start), (raw, value, timestamp, now, key_bytes) in self._entries.items()
+            for (_, start), (raw, value, timestamp, now, key_bytes, _, _) in self._entries.items()
             if now is not None
         ]
         self._entries.clear()
@@ -130,7 +133,7 @@ class TimeWindowAggregateOperator(ColumnOperator):
         out = EmittedRows()
         counts = _DropCounts()
         keys, values, timestamps = batch.keys, batch.values, batch.timestamps
-        stream_times, headers = batch.stream_times, batch.headers
+        stream_times = batch.stream_times
         windows = self.windows
         size, grace, tumbling = windows.size_ms, windows.grace_ms, windows.is_tumbling
         kept = self._kept
@@ -180,10 +183,12 @@ class TimeWindowAggregateOperator(ColumnOperator):
                             continue
                         window = (ident, s)
                         if window in entries:
-                            raw, old, timestamp, _, key_bytes = entries[window]
+                            raw, old, timestamp, _, key_bytes, _, _ = entries[window]
                         else:
                             key_bytes = key.encode() if ident is key else kept.ident(key)[1]
-                            raw, old, timestamp, _, key_bytes = self._read(ident, key_bytes, s)
+                            raw, old, timestamp, _, key_bytes, _, _ = self._read(
+                                ident, key_bytes, s
+                            )
                         created = old is ABSENT
                         if created:
                             if counting:
@@ -200,37 +205,51 @@ class TimeWindowAggregateOperator(ColumnOperator):
                             if t > timestamp:
                                 timestamp = t
                         if counting:  # an exact value: serialized once, at the write-back
-                            entry = (None, new, timestamp, now, key_bytes)
+                            entry = (None, new, timestamp, now, key_bytes, p, new)
                         else:
                             raw = serialize(new)
                             if raw is None:
-                                entry = (None, ABSENT, timestamp, now, key_bytes)
+                                entry = (None, ABSENT, timestamp, now, key_bytes, p, new)
                             else:
                                 kept_value = new if new.__class__ in exact else UNREAD
-                                entry = (raw, kept_value, timestamp, now, key_bytes)
+                                entry = (raw, kept_value, timestamp, now, key_bytes, p, new)
                         del entries[window]  # the last update moves to the end
                         entries[window] = entry
                         if final:
                             if created:
                                 index.add(s, key_bytes)  # type: ignore[union-attr]
-                        elif pending is not None:  # the record cache: each window's latest
-                            cached = (key, s, s + size)
-                            try:
-                                if cached in pending:
-                                    del pending[cached]  # it moves to the end of the order
-                            except TypeError:  # an unhashable key
-                                cache.emit_window(key, s, s + size, new, timestamp, headers[p])
-                                continue
-                            pending[cached] = (key, s, s + size, new, timestamp, headers[p], False)
-                        else:
+                        elif pending is None:
                             out.add(p, Windowed(key, Window(s, s + size)), new, timestamp)
                 start = n
             except Exception as error:
                 start = self.fail(batch, p, error)
         counts.record(self.context.metrics)
+        if pending is not None and not final:
+            self._cache_updates(batch)
         self._write_back()
         if out:
             self.emit(out.batch(batch))
+
+    def _cache_updates(self, batch: ColumnBatch) -> None:
+        """Each window the batch updated into the record cache with its last update (the
+        row's key and headers), in the order of the last updates: each moves to the end of
+        the cache's order, as it would with an update per row."""
+        cache = self.cache
+        pending = cache.pending
+        size = self.windows.size_ms
+        keys, headers = batch.keys, batch.headers
+        for (_, s), (_, _, timestamp, now, _, p, value) in self._entries.items():
+            if now is None:
+                continue
+            key = keys[p]  # type: ignore[index]
+            cached = (key, s, s + size)
+            try:
+                if cached in pending:
+                    del pending[cached]  # it moves to the end of the order
+            except TypeError:  # an unhashable key
+                cache.emit_window(key, s, s + size, value, timestamp, headers[p])  # type: ignore[index]
+                continue
+            pending[cached] = (key, s, s + size, value, timestamp, headers[p], False)  # type: ignore[index]
 
     def _emit_due(self, out: EmittedRows, p: int, now: int) -> None:
         """What the emit-final form emits before a row (see ``TimeWindowFinalOperator``)."""
@@ -262,7 +281,7 @@ class TimeWindowFinalOperator(TimeWindowAggregateOperator):
         from memory when the batch updated it)."""
         entry = self._entries.get((self._kept.ident_of(key_bytes), start))
         if entry is not None:
-            raw, value, timestamp, _, _ = entry
+            raw, value, timestamp, _, _, _, _ = entry
             if value is ABSENT:
                 return None
             return self._kept.read(raw, value), timestamp

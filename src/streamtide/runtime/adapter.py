@@ -27,6 +27,7 @@ failures: they are reported to the task, which stops (handler ``"fail"``) or ski
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from streamtide.errors import UserCodeError, from_infrastructure
@@ -44,6 +45,9 @@ if TYPE_CHECKING:
 #: callback), the child it goes to (None: every child).
 Forwarded = tuple[Record, "int | None", "str | None"]
 
+_KEY, _VALUE = attrgetter("key"), attrgetter("value")
+_TIMESTAMP, _HEADERS = attrgetter("timestamp"), attrgetter("headers")
+
 
 class AdapterContext(NodeContext):
     """The ``ProcessorContext`` of a Processor API node: ``forward`` and the current row."""
@@ -55,11 +59,13 @@ class AdapterContext(NodeContext):
         self.batch: ColumnBatch | None = None
         self.position: int | None = None
         self.forwarded: list[Forwarded] = []
+        #: the adapter's ``immediate`` (read on every ``forward``)
+        self.immediate = False
 
     def forward(self, record: Record, child: str | None = None) -> None:
         if child is not None:
             self.node.child(child)  # a name that is no child fails the record here
-        if self._adapter.immediate:
+        if self.immediate:
             self._adapter.hand_on(record, child)
         else:
             self.forwarded.append((record, self.position, child))
@@ -94,7 +100,7 @@ class ProcessorAdapter(ColumnOperator):
 
     def init(self, context: Any) -> None:
         self.context = self._context
-        self.immediate = bool(self._node.children) and (
+        self.immediate = self._context.immediate = bool(self._node.children) and (
             self._node.depth_first or self._task.may_continue_after_failure
         )
         init = getattr(self.processor, "init", None)
@@ -131,14 +137,17 @@ class ProcessorAdapter(ColumnOperator):
             while start < n:
                 p, mark = start, len(failures)
                 try:
-                    for p in range(start, n):
-                        context.position = p
-                        task.stream_time = stream_times[p]
-                        if immediate:
+                    if immediate:
+                        for p in range(start, n):
+                            context.position = p
+                            task.stream_time = stream_times[p]
                             mark = len(failures)
                             process(Record(keys[p], values[p], timestamps[p], headers[p]))
                             del failures[mark:]  # failures below that the processor caught
-                        else:
+                    else:
+                        for p in range(start, n):
+                            context.position = p
+                            task.stream_time = stream_times[p]
                             process(Record(keys[p], values[p], timestamps[p], headers[p]))
                     start = n
                 except Exception as error:
@@ -218,13 +227,13 @@ class ProcessorAdapter(ColumnOperator):
         if not forwarded:
             return
         self._context.forwarded = []
-        records = [record for record, _, _ in forwarded]
+        records, positions, _ = zip(*forwarded)
         out = batch.derive(
-            [p for _, p, _ in forwarded],  # type: ignore[misc]
-            [r.key for r in records],
-            [r.value for r in records],
-            [r.timestamp for r in records],
-            [r.headers for r in records],
+            list(positions),
+            list(map(_KEY, records)),
+            list(map(_VALUE, records)),
+            list(map(_TIMESTAMP, records)),
+            list(map(_HEADERS, records)),
         )
         self._emit(out, forwarded)
 

@@ -39,9 +39,11 @@ class SerdeKeyValueStore(SerdeLayoutStore, KeyValueStore[Any, Any]):
     def get(self, key: Any) -> Any:
         view = self._view
         if view is not None:
-            if key.__class__ is str and view.string_keys and key in view.kept:
-                raw, value = view.kept[key]
-                return value if value is not _UNREAD else self.value_serde.deserialize(raw)  # type: ignore[union-attr]
+            if key.__class__ is str and view.string_keys:
+                found = view.kept.get(key)
+                if found is not None:
+                    raw, value = found
+                    return value if value is not _UNREAD else self.value_serde.deserialize(raw)  # type: ignore[union-attr]
             return view.get(key)
         # (a string key encoded inline: a store read is on every record's path)
         if key.__class__ is str and self.key_serde.__class__ is StringSerde:
