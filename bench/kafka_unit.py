@@ -32,14 +32,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from bench.kafka import DAY_MS, KAFKA_OPTIONS
 from bench.streamtide_bench import TOPOLOGIES
 from bench.system_load import load_line
 from bench.work_unit import run_task
 from bench.workload import Workload, generate, write_log, write_pipeline_log
 
-#: Topic settings on the broker: the users table's records carry timestamp 1.
-KAFKA_OPTIONS = {"topic.retention.ms": "-1"}
-DAY_MS = 86_400_000
 #: The phases every report has (``TaskHost.run_active``), in the order printed.
 TASK_PHASES = ("restore", "read", "process", "commit", "write")
 
@@ -195,10 +193,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"unknown operations {sorted(unknown)}; choose from {sorted(TOPOLOGIES)}")
     load = load_line()
     options = {**KAFKA_OPTIONS, **dict(o.split("=", 1) for o in args.option)}
-    w = replace(
-        Workload(), events=args.events, batch_size=args.batch_size, epoch=int(time.time() * 1000)
-    )
-    w = replace(w, epoch=w.epoch - DAY_MS)
+    epoch = int(time.time() * 1000) - DAY_MS  # recent: the broker's time retention keeps it
+    w = replace(Workload(), events=args.events, batch_size=args.batch_size, epoch=epoch)
     from streamtide.testing.kafka_broker import start_broker
 
     results: dict[str, Any] = {"events": w.events, "batch_size": w.batch_size, "options": options}
