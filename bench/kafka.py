@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import peer_compare, quix_env
+from bench.phases import phase_lines
 from bench.streamtide_bench import run_operation
 from bench.system_load import load_line
 from bench.workload import (
@@ -84,6 +85,7 @@ def compare_logs(
                 "input_records": done.input_records,
                 "changelog_records": done.changelog_records,
                 "changelog_per_event": round(done.changelog_records / w.events, 3),
+                "mean_batch_phases_ms": mean_phases(done.batches),
             }
         ratio = rates["kafka"]["records_per_s"] / max(rates["file"]["records_per_s"], 1)
         results[op] = {**rates, "kafka_vs_file": round(ratio, 3)}
@@ -93,7 +95,21 @@ def compare_logs(
             f"{rates['file']['batches']:>11}/{rates['kafka']['batches']}",
             flush=True,
         )
+        for kind in logs:
+            print(f"  mean {kind} batch of {op}:", flush=True)
+            for line in phase_lines(rates[kind]["mean_batch_phases_ms"]):
+                print(f"    {line}", flush=True)
     return results
+
+
+def mean_phases(batches: list[Any]) -> dict[str, float]:
+    """The mean batch's ``phases_ms`` (``bench.phases``), with its duration as ``batch``."""
+    total: dict[str, float] = {"batch": 0.0}
+    for batch in batches:
+        total["batch"] += batch.duration_ms
+        for phase, ms in batch.phases_ms.items():
+            total[phase] = total.get(phase, 0.0) + ms
+    return {k: round(v / max(len(batches), 1), 1) for k, v in total.items()}
 
 
 def _run_json(command: list[str], what: str) -> dict[str, Any]:

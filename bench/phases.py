@@ -5,6 +5,7 @@ from __future__ import annotations
 
 #: (label, the phases that make it up, what they are summed over: None for the driver's)
 LINES = (
+    ("the whole batch (its duration)", ("batch",), None),
     ("driver planning", ("plan",), None),
     ("sending and waiting (run - longest work unit)", ("run", "-unit.longest"), None),
     ("opening and restoring", ("task.restore",), "tasks"),

@@ -25,6 +25,7 @@ import pstats
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from bench.workload import (
     write_pipeline_log,
 )
 from streamtide import StreamsConfig
+from streamtide.engine.plan import make_plan
 from streamtide.log import open_log
 from streamtide.log.api import SegmentRef
 from streamtide.runtime.state_factory import make_task_stores
@@ -52,14 +54,22 @@ from streamtide.runtime.work_unit import (
 )
 
 
-def _config(root: Path, operation: str, profile: bool) -> StreamsConfig:
-    name = f"wu-{operation}{'-profiled' if profile else ''}"
+def _config(
+    root: Path,
+    operation: str,
+    profile: bool,
+    log_url: str,
+    log_options: dict[str, str],
+    name: str | None = None,
+) -> StreamsConfig:
+    name = name or f"wu-{operation}{'-profiled' if profile else ''}"
     return StreamsConfig(
         # the profiled run is an application of its own: it must not restore the timed run's
         # changelogs (restore calls would count as calls per record)
         application_id=name,
-        log=f"file://{root / 'log'}",
-        state_dir=str(root / f"state-{name}"),
+        log=log_url,
+        log_options=log_options,
+        state_dir=str(root / f"state-{name}-{log_url.partition(':')[0]}"),
     )
 
 
@@ -79,6 +89,10 @@ def run_task(
     profile: bool = False,
     top: int = 0,
     execution: str = "continuous",
+    log_url: str | None = None,
+    log_options: dict[str, str] | None = None,
+    on_report: Callable[[dict[str, Any]], None] | None = None,
+    application_id: str | None = None,
 ) -> tuple[float, int, int]:
     """Seconds to run partition 0 of the input through the operation's tasks in batches;
     input records and Python function calls (0 unless ``profile``); with ``top``, also print
@@ -88,11 +102,18 @@ def run_task(
     table's partition 0 whole in its first batch (its keys are those of the input's partition
     0, so every join lookup hits). A sub-topology after a repartition runs one task per
     partition of the repartition topic over what the batch wrote there, so the calls per
-    record cover the whole topology."""
-    log = open_log(f"file://{root / 'log'}")
+    record cover the whole topology.
+
+    ``log_url`` (the file log under ``root`` by default) and ``log_options`` name the log; on
+    Kafka each run commits in its work unit's transaction. ``on_report`` gets each run's
+    report; ``application_id`` replaces the default one (``wu-<operation>``)."""
+    url = log_url or f"file://{root / 'log'}"
+    log = open_log(url, **(log_options or {}))
     topology = TOPOLOGIES[operation](w)
-    config = _config(root, operation, profile)
+    config = _config(root, operation, profile, url, dict(log_options or {}), application_id)
     app = config.application_id
+    if log.transactional:  # changelog topics as the engine creates them (no auto-creation)
+        make_plan(topology, config, log)
     for sub in topology.subtopologies():  # outputs and repartition topics
         for topic in (*sub.sink_topics, *sub.source_topics):
             log.create_topic(topology.resolve_topic(topic, app), w.partitions, exist_ok=True)
@@ -132,6 +153,8 @@ def run_task(
                 report = run_work_unit(topology, config, log, spec, make_task_stores, host=host)
                 if profiler is not None:
                     profiler.disable()
+                if on_report is not None:
+                    on_report(report)
                 (result,) = report["tasks"]
                 for data in result["segments"]:  # sealed before the next task reads them
                     ref = SegmentRef.from_dict(data)

@@ -43,6 +43,7 @@ from streamtide.log.errors import (
 )
 from streamtide.log.kafka_admin import KafkaAdmin
 from streamtide.log.kafka_client import (
+    READER_DEFAULTS,
     READER_GROUP_ID,
     REQUIRED_CONSUMER,
     REQUIRED_PRODUCER,
@@ -516,7 +517,7 @@ class KafkaLog(Log):
                 from confluent_kafka import Consumer
 
                 options = {"group.id": READER_GROUP_ID, **self._client_options}
-                config = client_config(self._bootstrap, options, REQUIRED_CONSUMER)
+                config = client_config(self._bootstrap, options, REQUIRED_CONSUMER, READER_DEFAULTS)
                 self._consumer_client = new_client(Consumer, config, f"reading {self.url}")
                 self._reader = PartitionReader(self._consumer_client)
             return self._consumer_client

@@ -88,7 +88,7 @@ class PartitionReader:
     ) -> tuple[list[Any], int]:
         """``fetch`` from where the consumer is assigned; ``from_beginning``: it is assigned at
         the partition's beginning, and records before ``start`` are passed over."""
-        from confluent_kafka import KafkaError, TopicPartition
+        from confluent_kafka import TopicPartition
 
         where = f"reading {topic}/{partition} from offset {start}"
         messages: list[Any] = []
@@ -113,28 +113,65 @@ class PartitionReader:
             # An end-of-partition event carries the position; a record is followed by offset+1.
             after = last.offset() if last.error() is not None else last.offset() + 1
             self._cursor = (topic, partition, after)
-            for message in batch:
-                error = message.error()
-                if error is not None:
-                    if error.code() != KafkaError._PARTITION_EOF:
-                        raise translate(_KafkaErrorWrapper(error), where)
-                    end = message.offset()
-                    if end is not None and 0 <= end < stop:
-                        continue  # an earlier read's end, queued before records were added
-                    return messages, stop  # nothing readable before the range end
-                offset = message.offset()
-                if offset >= stop:
-                    return messages, stop
-                if offset < start:  # read from the beginning: not in the range yet
-                    continue
-                messages.append(message)
-                position = offset + 1
-                if len(messages) == limit:
+            if from_beginning or any([m.error() is not None for m in batch]):
+                done, position = self._take_one_by_one(batch, messages, start, stop, limit, where)
+                if done:
                     return messages, position
+            else:  # records only, in offset order, from ``start`` on: cut at the range end
+                taken = batch if last.offset() < stop else batch[: _first_at(batch, stop)]
+                taken = taken[: limit - len(messages)]
+                if taken:
+                    messages.extend(taken)
+                    position = taken[-1].offset() + 1
+                if len(taken) < len(batch) or len(messages) == limit:
+                    return messages, position if len(messages) == limit else stop
             (current,) = self.consumer.position([TopicPartition(topic, partition)])
             if current.offset >= stop:  # passed markers or aborted records up to the end
                 return messages, stop
         return messages, max(position, start)
+
+    @staticmethod
+    def _take_one_by_one(
+        batch: list[Any], messages: list[Any], start: int, stop: int, limit: int, where: str
+    ) -> tuple[bool, int]:
+        """Add ``batch``'s records in ``[start, stop)`` to ``messages`` one by one, passing
+        over end-of-partition events of earlier reads; ``(done, position)``: done when the
+        range or ``limit`` is reached (position: where to continue)."""
+        from confluent_kafka import KafkaError
+
+        position = start
+        for message in batch:
+            error = message.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise translate(_KafkaErrorWrapper(error), where)
+                end = message.offset()
+                if end is not None and 0 <= end < stop:
+                    continue  # an earlier read's end, queued before records were added
+                return True, stop  # nothing readable before the range end
+            offset = message.offset()
+            if offset >= stop:
+                return True, stop
+            if offset < start:  # read from the beginning: not in the range yet
+                continue
+            messages.append(message)
+            position = offset + 1
+            if len(messages) == limit:
+                return True, position
+        return False, max(position, messages[-1].offset() + 1 if messages else start)
+
+
+def _first_at(batch: list[Any], offset: int) -> int:
+    """The index of the first record of ``batch`` (records in offset order) at or past
+    ``offset``."""
+    low, high = 0, len(batch)
+    while low < high:
+        middle = (low + high) // 2
+        if batch[middle].offset() < offset:
+            low = middle + 1
+        else:
+            high = middle
+    return low
 
 
 class _KafkaErrorWrapper(Exception):
@@ -146,12 +183,12 @@ def to_table(messages: list[Any]) -> pa.Table:
     headers)."""
     if not messages:
         return READ_SCHEMA.empty_table()
-    headers = [m.headers() or () for m in messages]
+    headers = [m.headers() for m in messages]
     columns = [
         pa.array([m.offset() for m in messages], pa.int64()),
         pa.array([m.key() for m in messages], pa.binary()),
         pa.array([m.value() for m in messages], pa.binary()),
         pa.array([m.timestamp()[1] for m in messages], pa.int64()),
-        headers_array([tuple(h) for h in headers]),
+        headers_array([tuple(h) if h else () for h in headers] if any(headers) else headers),
     ]
     return pa.Table.from_arrays(columns, schema=READ_SCHEMA)

@@ -22,6 +22,7 @@ from streamtide.log.api import LogRecord
 from streamtide.log.errors import LogError, LogUnavailableError, ProducerFencedError
 from streamtide.log.kafka_client import (
     REQUIRED_PRODUCER,
+    TRANSACTIONAL_DEFAULTS,
     client_config,
     error_name,
     log_client_error,
@@ -65,7 +66,7 @@ class KafkaTransaction:
                 "transactional producers itself"
             )
         required = {**REQUIRED_PRODUCER, "transactional.id": transactional_id}
-        config = client_config(log.bootstrap, client, required)
+        config = client_config(log.bootstrap, client, required, TRANSACTIONAL_DEFAULTS)
         config.setdefault("transaction.timeout.ms", TRANSACTION_TIMEOUT_MS)
         config.setdefault("message.timeout.ms", MESSAGE_TIMEOUT_MS)
         config["error_cb"] = self._on_error
