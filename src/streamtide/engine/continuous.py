@@ -113,7 +113,9 @@ class ContinuousWorkers:
         self._secret = new_secret()
         self._identity = new_identity()
         self._bind, self._host = launcher.control_address()
-        self._server = socket.create_server((self._bind, 0), family=_family(self._bind))
+        self._server = socket.create_server(
+            (self._bind, 0), family=socket.AF_INET6 if ":" in self._bind else socket.AF_INET
+        )
         self._port = self._server.getsockname()[1]
         self._pending = threading.BoundedSemaphore(MAX_PENDING_HANDSHAKES)
         self._slots: dict[SlotKey, _Slot] = {}
@@ -448,13 +450,6 @@ class ContinuousWorkers:
 
     # ---- stopping ------------------------------------------------------------------------
 
-    def retire(self, keep: set[SlotKey]) -> None:
-        """Stop the work units of slots not in ``keep`` (their executor left or they have
-        nothing to run)."""
-        for key, slot in list(self._slots.items()):
-            if key not in keep and slot.ended is None:
-                self._stop_slot(slot)
-
     def retire_executors(self, executors: set[str], timeout: float = 30.0) -> None:
         """Stop the work units of the given executors and wait until their Spark jobs ended
         (before the executors are removed, so no running Spark task is lost with them);
@@ -502,7 +497,3 @@ class ContinuousWorkers:
 
 def _alive(slot: _Slot) -> bool:
     return slot.thread is not None and slot.thread.is_alive()
-
-
-def _family(host: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in host else socket.AF_INET
