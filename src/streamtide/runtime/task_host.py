@@ -18,10 +18,11 @@ standby) or is rebuilt from its commit closes its old copy and opens the new one
 instead of reopening them, and starts from the checkpoint the old copy wrote, replaying only
 what that lacks, exactly as after a reopen.
 
-On a Kafka log the work unit commits its tasks' runs itself instead, all in one transaction
-of the unit's producer (``runtime.kafka_unit_commit``, ``begin_unit`` and ``write_outputs``),
-and each task applies its writes once Kafka confirmed the commit. Whether a task's run goes
-ahead is still decided per task, by what Kafka holds for it (``runtime.kafka_task_commit``).
+How a run's writes become committed is the log's (``runtime.run_commit``, one set of calls
+for both logs): on Kafka the work unit commits its tasks' runs itself, all in one transaction
+of the unit's producer (``begin_unit`` and ``write_outputs``), each task applies its writes
+once Kafka confirmed the commit, and whether a task's run goes ahead is decided per task, by
+what Kafka holds for it.
 """
 
 from __future__ import annotations
@@ -38,15 +39,12 @@ from typing import Any
 from streamtide.config import StreamsConfig
 from streamtide.errors import StoreError
 from streamtide.log.api import Log
-from streamtide.log.kafka_group import GroupOffsets
-from streamtide.log.source_marks import last_mark
+from streamtide.log.source_marks import SourceMark
 from streamtide.processor.topology import Topology
-from streamtide.runtime.committed import TaskCommittedState, offset_key
+from streamtide.runtime.committed import TaskCommittedState
 from streamtide.runtime.global_stores import GlobalStores
-from streamtide.runtime.kafka_task_commit import KafkaTaskCommit, TaskRun, source_partitions
-from streamtide.runtime.kafka_unit_commit import KafkaUnitCommit
-from streamtide.runtime.repartition_order import merge_by_writer
 from streamtide.runtime.restore import RECORDS_RESTORED, STANDBY_LAG
+from streamtide.runtime.run_commit import Run, TaskCommit, for_log
 from streamtide.runtime.segment_collector import SegmentCollector
 from streamtide.runtime.standby import StandbyTask
 from streamtide.runtime.store_query import (
@@ -56,7 +54,6 @@ from streamtide.runtime.store_query import (
     query_kind,
 )
 from streamtide.runtime.stream_task import StreamTask, task_options
-from streamtide.runtime.unit_writes import UnitWrites
 from streamtide.state.rocksdb_handover import handover
 
 log = logging.getLogger(__name__)
@@ -75,7 +72,7 @@ class _Held:
     state: dict[str, Any]  # the committed state the task is at (when nothing is pending)
     pending: str | None = None  # the writer id of a run not settled yet
     pending_state: dict[str, Any] | None = None
-    kafka: KafkaTaskCommit | None = None  # decides and prepares its runs on a Kafka log
+    commit: TaskCommit | None = None  # decides and prepares its runs (``runtime.run_commit``)
 
 
 class TaskHost:
@@ -101,14 +98,10 @@ class TaskHost:
         self.global_stores = global_stores
         self._active: dict[str, _Held] = {}
         self._standby: dict[str, StandbyTask] = {}
-        self._group: Any = None  # the application's consumer-group offsets (Kafka log)
-        #: Kafka: the producers of the work units run here, by transactional id
-        self._units: dict[str, KafkaUnitCommit] = {}
-        self._unit: KafkaUnitCommit | None = None  # the running unit's
-        self._committed: dict[tuple[str, int], Any] | None = None  # read at the unit's start
-        self._kafka_runs: list[tuple[str, _Held, TaskRun]] = []  # runs its commit covers
-        #: the runs' outputs and changelog records not written yet (``write_outputs``)
-        self.writes = UnitWrites()
+        #: how the runs of the work units run here are committed (``runtime.run_commit``)
+        self._commit = for_log(log_, topology, config)
+        #: the runs of the running unit not written yet (``write_outputs``)
+        self._runs: list[tuple[str, _Held, Run]] = []
         #: active tasks with stores opened so far (a run that opened one restored: work_unit)
         self.opened = 0
 
@@ -151,35 +144,30 @@ class TaskHost:
             else:
                 before = held.task.metrics.as_dict()
         phases.mark("restore")
-        if held.kafka is not None:
-            decision = held.kafka.decide(state, ranges, self._committed)
-            if decision.done:  # an earlier attempt committed this run; its report was lost
-                self._close_active(task_id, "an earlier attempt committed its run")
-                return _already_committed(task_id, writer, decision.state, started)
-            ranges = decision.ranges  # from Kafka's committed offsets on
-            if decision.state != TaskCommittedState.from_dict(state):  # start from Kafka's
-                state = decision.state.to_dict()
-                marks = held.kafka.marks
-                with handover():
-                    self._close_active(task_id, "Kafka's committed state is not the planned one")
-                    held = self._open_active(task_id, state, batch)
-                assert held.kafka is not None
-                held.kafka.marks = marks
-                before = {}
+        commit = held.commit
+        assert commit is not None
+        decision = commit.decide(state, ranges, self._commit.committed)
+        if decision.done:  # an earlier attempt committed this run; its report was lost
+            self._close_active(task_id, "an earlier attempt committed its run")
+            return _already_committed(task_id, writer, decision.state, started)
+        ranges = decision.ranges  # from the log's committed offsets on
+        if decision.state != TaskCommittedState.from_dict(state):  # start from the log's
+            state = decision.state.to_dict()
+            with handover():
+                self._close_active(task_id, "the log's committed state is not the planned one")
+                held = self._open_active(task_id, state, batch, commit)
+            before = {}
         task = held.task
         paused = _pause_cyclic_collector()
         try:
             read = 0
             partition = task.partition
-            marks = {}  # the last record read from each partition (Kafka: committed with it)
+            # the last record read from each partition (Kafka: committed with it)
+            marks: dict[str, SourceMark] = {}
             for topic, (start, end) in ranges.items():
                 if end > start:
                     table = self.log.read_table(topic, partition, start, end)
-                    if held.kafka is not None:
-                        if (mark := last_mark(table)) is not None:
-                            marks[offset_key(topic, partition)] = mark
-                        if topic in held.kafka.repartition_topics:
-                            table = merge_by_writer(table)
+                    table = commit.read(topic, partition, table, marks)
                     read += task.add_table(topic, table)
             phases.mark("read")
             task.process()
@@ -191,14 +179,11 @@ class TaskHost:
                 task.mark_consumed(topic, end)
             committed = task.committed_state().to_dict()
             output_counts = held.collector.counts()
-            segments: list[dict[str, Any]] = []  # filled by ``write_outputs`` (file log)
-            if held.kafka is None:
-                changelogs = {cl.topic for cl in task.stores.changelogs.values()}
-                self.writes.add(segments, writer, held.collector.take_tables(), changelogs)
-            else:  # committed with the unit's other tasks (``write_outputs``)
-                state_ = TaskCommittedState.from_dict(committed)
-                run = held.kafka.prepare(held.collector.drain(), state_, marks)
-                self._kafka_runs.append((task_id, held, run))
+            stores = task.stores
+            changelogs = {cl.topic for cl in stores.changelogs.values()} if stores else set()
+            # written or committed with the unit's other runs (``write_outputs``)
+            run = commit.prepare(held.collector, committed, marks, writer, changelogs)
+            self._runs.append((task_id, held, run))
             held.pending, held.pending_state = writer, committed
             phases.mark("write")
             local_offsets = task.stores.local_offsets() if task.stores.log is not None else {}
@@ -209,14 +194,14 @@ class TaskHost:
             if paused:
                 gc.enable()
         metrics = _delta(before, task.metrics.as_dict())
-        if not self.keep_open and held.kafka is None:  # Kafka: once its unit committed
+        if not self.keep_open and not run.applies_on_commit:  # else once its unit committed
             self._close_active(task_id, None)
             phases.mark("close")
         return {
             "task": task_id,
             "writer": writer,
             "state": committed,
-            "segments": segments,
+            "segments": run.segments,  # filled by ``write_outputs`` (file log)
             "input_records": read,
             "output_records": output_counts,
             "restored_records": metrics.get(RECORDS_RESTORED, 0),
@@ -227,70 +212,43 @@ class TaskHost:
         }
 
     def begin_unit(self, transactional_id: str | None, task_ids: Iterable[str]) -> None:
-        """Kafka: get the producer of the work unit about to run ``task_ids`` (created, and
-        so initialised, when the unit's ``transactional_id`` is new here: that fences its
-        earlier producers and aborts what they left open, before any task restores), and read
-        what Kafka holds for the tasks, in one request. Nothing on other logs."""
-        if not self.log.transactional:
-            return
+        """Before a work unit runs ``task_ids``: drop what an abandoned unit left, and let the
+        log's commit prepare (Kafka: get the producer of the unit's ``transactional_id``,
+        which fences its earlier producers before any task restores, and read what Kafka
+        holds for the tasks, in one request)."""
         self.discard_runs()
-        if self._group is None:
-            self._group = GroupOffsets(self.log, self.config.application_id)
-        exactly_once = self.config.processing_guarantee == "exactly_once"
-        key = transactional_id if exactly_once else None
-        unit = self._units.get(str(key))
-        if unit is None:
-            for old in [k for k in self._units if _same_slot(k, transactional_id)]:
-                self._units.pop(old).close()  # an earlier generation: fenced by the driver
-            unit = KafkaUnitCommit(self.log, self._group, self.config.application_id, key)
-            self._units[str(key)] = unit
-        self._unit = unit
-        app = self.config.application_id
-        partitions = [
-            tp for task in task_ids for tp in source_partitions(self.topology, app, self.log, task)
-        ]
-        self._committed = self._group.committed(partitions)
+        self._commit.begin(transactional_id, task_ids)
 
     def write_outputs(self, writer_id: str) -> float:
         """Write what the runs since the last call produced (file log: two shared files for
         all of them, named by ``writer_id``; Kafka: the unit's transaction) into their
-        reports; returns the milliseconds."""
-        if not self._kafka_runs:
-            return self.writes.write(self.log, writer_id)
+        reports; returns the milliseconds. A run that applies its writes on its unit's
+        commit applies them then, at the offsets the log gave its changelog records (stores
+        hold committed data only); if the write fails, every task of it is closed (its next
+        run reopens it from what was committed)."""
+        runs, self._runs = self._runs, []
+        if not runs:
+            return 0.0
         started = time.perf_counter()
-        self._commit_unit()
-        return (time.perf_counter() - started) * 1000
-
-    def _commit_unit(self) -> None:
-        """Commit the unit's runs in its transaction, then apply each task's writes to its
-        stores (they hold committed data only) at the offsets Kafka gave the records. If the
-        commit fails, every task of it is closed (its next run reopens it from what Kafka
-        holds) and the producer dropped."""
-        runs, self._kafka_runs = self._kafka_runs, []
-        unit = self._unit
-        assert unit is not None
         try:
-            written = unit.commit([run for _, _, run in runs])
+            written = self._commit.write([run for _, _, run in runs], writer_id)
         except BaseException:
             for task_id, _, _ in runs:
                 self._close_active(task_id, None)
-            self._units.pop(str(unit.transactional_id), None)
-            self._unit = None
-            unit.close()
             raise
-        finally:
-            self._committed = None
-        for task_id, held, _ in runs:
-            self._apply_committed(held, written)
-            if not self.keep_open:
-                self._close_active(task_id, None)
+        for task_id, held, run in runs:
+            if run.applies_on_commit:
+                self._apply_committed(held, written)
+                if not self.keep_open:
+                    self._close_active(task_id, None)
+        return (time.perf_counter() - started) * 1000
 
     def discard_runs(self) -> None:
-        """Drop the runs a failed work unit did not commit (their tasks are closed)."""
-        runs, self._kafka_runs = self._kafka_runs, []
+        """Drop the runs a failed work unit did not write (their tasks are closed)."""
+        runs, self._runs = self._runs, []
         for task_id, _, _ in runs:
             self._close_active(task_id, None)
-        self._committed = None
+        self._commit.failed()
 
     def settle(self, winners: dict[str, str]) -> None:
         """The driver's decision for held runs: ``{task: winning writer id}``. A run that won
@@ -331,31 +289,16 @@ class TaskHost:
             stores.on_committed(state, changelog_ends=ends, sparse=True)
         held.state, held.pending, held.pending_state = committed, None, None
 
-    def _kafka_commit(self, task_id: str) -> KafkaTaskCommit | None:
-        """The Kafka decisions of a task opened now (None on a log without transactions)."""
-        if not self.log.transactional:
-            return None
-        if self._group is None:
-            self._group = GroupOffsets(self.log, self.config.application_id)
-        app = self.config.application_id
-        return KafkaTaskCommit(
-            self.log,
-            self._group,
-            app,
-            task_id,
-            source_partitions(self.topology, app, self.log, task_id),
-            repartition_topics=self._repartition_topics(),
-        )
-
-    def _repartition_topics(self) -> set[str]:
-        app = self.config.application_id
-        return {self.topology.resolve_topic(t, app) for t in self.topology.internal_topics}
-
-    def _open_active(self, task_id: str, state: dict[str, Any], batch: int) -> _Held:
+    def _open_active(
+        self, task_id: str, state: dict[str, Any], batch: int, commit: TaskCommit | None = None
+    ) -> _Held:
+        """Open an active task at committed ``state`` (``commit``: the task's commit to keep,
+        when it reopens; a new one otherwise)."""
         subtopology, partition = (int(part) for part in task_id.split("_"))
         collector = SegmentCollector(self.log)
         sub = self.topology.subtopology(subtopology)
-        kafka = self._kafka_commit(task_id)
+        if commit is None:
+            commit = self._commit.task(task_id)
         stores = None
         if self.stores_factory is not None and sub.stores:
             stores = self.stores_factory(
@@ -378,7 +321,7 @@ class TaskHost:
         )
         if self.keep_open and stores is not None:
             stores.checkpoint_records = KEPT_CHECKPOINT_RECORDS
-        held = _Held(task, collector, state, kafka=kafka)
+        held = _Held(task, collector, state, commit=commit)
         self._active[task_id] = held
         if stores is not None:
             self.opened += 1
@@ -515,14 +458,8 @@ class TaskHost:
     def close(self) -> None:
         """Close every task (held writes not settled are dropped)."""
         self.release(())
-        self._kafka_runs.clear()
-        for unit in self._units.values():
-            unit.close()
-        self._units.clear()
-        self._unit = None
-        if self._group is not None:
-            self._group.close()
-            self._group = None
+        self._runs.clear()
+        self._commit.close()
 
 
 def _already_committed(
@@ -574,11 +511,6 @@ class _Phases:
         now = time.perf_counter()
         self.spent[phase] = round((now - self._last) * 1000, 3)
         self._last = now
-
-
-def _same_slot(transactional_id: str, other: str | None) -> bool:
-    """Whether two work-unit transactional ids name one slot and stage (any generation)."""
-    return other is not None and transactional_id.rpartition("-g")[0] == other.rpartition("-g")[0]
 
 
 def new_global_stores(topology: Topology, config: StreamsConfig) -> GlobalStores:

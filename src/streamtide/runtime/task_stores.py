@@ -28,6 +28,7 @@ from streamtide.log.api import Log, LogRecord
 from streamtide.processor.api import StateStore, StateStoreContext
 from streamtide.runtime.collector import send_columns
 from streamtide.runtime.committed import TaskCommittedState, offset_key
+from streamtide.runtime.log_traits import traits_of
 from streamtide.runtime.restore import (
     STANDBY_LAG,
     ChangelogRestorer,
@@ -73,9 +74,9 @@ class TaskStores:
         self.topology = topology
         self.store_names = list(store_names)
         self.log = log_
-        if log_ is not None and log_.transactional:
-            # Kafka: no directory every executor shares for snapshots, and compacted
-            # changelogs cannot be truncated; restores replay the changelog
+        if log_ is not None and not traits_of(log_).snapshots:
+            # (Kafka: no directory every executor shares for snapshots, and compacted
+            # changelogs cannot be truncated; restores replay the changelog)
             snapshots, snapshot_interval = None, 0
         elif snapshots is None and log_ is not None:
             snapshots = default_snapshot_store(log_)
