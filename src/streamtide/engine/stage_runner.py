@@ -171,9 +171,9 @@ class StageRunner:
             state.task_states[task] = TaskCommittedState.from_dict(entry.state)
             progress.owners[task] = client
             state.owners[task] = client
-        units = [u.as_dict() for u in prepare.reports]
-        record_stage_reports(state.reports, stage.task_ids, units)
-        state.metrics.record_stage(offsets.ranges if offsets is not None else {}, units, changelogs)
+        record_stage_reports(state.reports, stage.task_ids, prepare.reports)
+        ranges = offsets.ranges if offsets is not None else {}
+        state.metrics.record_stage(ranges, prepare.reports, changelogs)
         for unit in prepare.reports:
             executor = sys.intern(unit.executor)
             for result in unit.tasks:

@@ -16,6 +16,7 @@ from streamtide.engine.launcher import WorkUnitLauncher
 from streamtide.engine.placement import slot_units
 from streamtide.engine.plan import Stage
 from streamtide.engine.queryable import ask_work_units
+from streamtide.runtime.messages import Release, RunUnits, Settle, UnitsRan
 from streamtide.runtime.store_query import StoreQuery
 
 #: One work unit to run: ``(stage, its spec as a dict, executor, slot)``.
@@ -64,9 +65,7 @@ class WorkUnitRoutes:
             # tasks that move close where they were before they open elsewhere (RocksDB
             # admits one process per store)
             connected = {key for key, slot in workers.slots().items() if slot["connected"]}
-            workers.request(
-                {key: {"kind": "release", "keep": sorted(layout.get(key, ()))} for key in connected}
-            )
+            workers.request({key: Release(tuple(sorted(layout.get(key, ())))) for key in connected})
             self._layout = layout
         by_slot: dict[SlotKey, list[int]] = {}
         executor_of: dict[SlotKey, ExecutorInfo] = {}
@@ -76,19 +75,18 @@ class WorkUnitRoutes:
             by_slot.setdefault(key, []).append(index)
         workers.ensure(executor_of)
         replies = workers.request(
-            {
-                key: {"kind": "run", "units": [units[i][1] for i in indexes]}
-                for key, indexes in by_slot.items()
-            }
+            {key: RunUnits(tuple(units[i][1] for i in indexes)) for key, indexes in by_slot.items()}
         )
         reports: list[dict[str, Any]] = [{} for _ in units]
         for key, indexes in by_slot.items():
-            for index, report in zip(indexes, replies[key]["reports"]):
+            reply = replies[key]
+            assert isinstance(reply, UnitsRan)
+            for index, report in zip(indexes, reply.reports):
                 reports[index] = report
                 for task in report.get("tasks", ()):
                     self.ran_in[task["task"]] = key
             # what the slot spent settling since its last run counts once, with its first unit
-            reports[indexes[0]]["settle_ms"] = replies[key].get("settle_ms", 0.0)
+            reports[indexes[0]]["settle_ms"] = reply.settle_ms
         return reports
 
     def settle(self, winners: dict[str, str]) -> None:
@@ -100,7 +98,7 @@ class WorkUnitRoutes:
             if key is not None:
                 by_slot.setdefault(key, {})[task] = writer
         for key, tasks in by_slot.items():
-            self.workers.notify(key, {"kind": "settle", "winners": tasks})
+            self.workers.notify(key, Settle(tasks))
 
     def ask(self, query: StoreQuery) -> dict[str, Any]:
         """Answer ``query`` on the work units that last ran its tasks."""

@@ -43,6 +43,7 @@ from streamtide.log.source_marks import SourceMark
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState
 from streamtide.runtime.global_stores import GlobalStores
+from streamtide.runtime.messages import StandbyReport
 from streamtide.runtime.restore import RECORDS_RESTORED, STANDBY_LAG
 from streamtide.runtime.run_commit import Run, TaskCommit, for_log
 from streamtide.runtime.segment_collector import SegmentCollector
@@ -369,13 +370,13 @@ class TaskHost:
                 raise
         try:
             applied = standby.catch_up(deadline, at_least)
-            report = {
-                "local_offsets": standby.local_offsets(),
-                "offset_sum": standby.offset_sum(),
-                "applied": applied,
-                "lag": standby.metrics.get(STANDBY_LAG),
-                "restored_records": standby.metrics.get(RECORDS_RESTORED) - before,
-            }
+            report = StandbyReport(
+                local_offsets=standby.local_offsets(),
+                offset_sum=standby.offset_sum(),
+                applied=applied,
+                lag=standby.metrics.get(STANDBY_LAG),
+                restored_records=standby.metrics.get(RECORDS_RESTORED) - before,
+            ).as_dict()
         except BaseException:
             self._close_standby(task_id)
             raise
