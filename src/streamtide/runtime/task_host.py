@@ -55,6 +55,7 @@ from streamtide.runtime.store_query import (
     query_kind,
 )
 from streamtide.runtime.stream_task import StreamTask, task_options
+from streamtide.runtime.task_lifecycle import CloseReason, Lifecycle, PendingRun, TaskState
 from streamtide.state.rocksdb_handover import handover
 
 log = logging.getLogger(__name__)
@@ -71,9 +72,19 @@ class _Held:
     task: StreamTask
     collector: SegmentCollector
     state: dict[str, Any]  # the committed state the task is at (when nothing is pending)
-    pending: str | None = None  # the writer id of a run not settled yet
-    pending_state: dict[str, Any] | None = None
-    commit: TaskCommit | None = None  # decides and prepares its runs (``runtime.run_commit``)
+    commit: TaskCommit  # decides and prepares its runs (``runtime.run_commit``)
+    lifecycle: Lifecycle
+    pending: PendingRun | None = None  # its run whose writes wait for their commit
+
+    def at(self, state: dict[str, Any]) -> bool:
+        """Whether the task is at committed ``state`` (and nothing of it is pending)."""
+        return self.lifecycle.state is TaskState.COMMITTED and self.state == state
+
+    def committed(self) -> None:
+        """Its pending run committed: the task is at the state the run reached."""
+        assert self.pending is not None
+        self.lifecycle.to(TaskState.COMMITTED)
+        self.state, self.pending = self.pending.state, None
 
 
 class TaskHost:
@@ -136,8 +147,8 @@ class TaskHost:
             if task_id in self._standby:  # promoted here: its standby copy holds the stores
                 self._close_standby(task_id)
             held = self._active.get(task_id)
-            if held is not None and (held.pending is not None or held.state != state):
-                self._close_active(task_id, "its committed state moved on elsewhere")
+            if held is not None and not held.at(state):
+                self._close_active(task_id, CloseReason.MOVED_ON)
                 held = None
             before: dict[str, int] = {}  # a task opened now counts its restore in this run
             if held is None:
@@ -146,19 +157,19 @@ class TaskHost:
                 before = held.task.metrics.as_dict()
         phases.mark("restore")
         commit = held.commit
-        assert commit is not None
         decision = commit.decide(state, ranges, self._commit.committed)
         if decision.done:  # an earlier attempt committed this run; its report was lost
-            self._close_active(task_id, "an earlier attempt committed its run")
+            self._close_active(task_id, CloseReason.ALREADY_COMMITTED)
             return _already_committed(task_id, writer, decision.state, started)
         ranges = decision.ranges  # from the log's committed offsets on
         if decision.state != TaskCommittedState.from_dict(state):  # start from the log's
             state = decision.state.to_dict()
             with handover():
-                self._close_active(task_id, "the log's committed state is not the planned one")
+                self._close_active(task_id, CloseReason.LOG_AHEAD)
                 held = self._open_active(task_id, state, batch, commit)
             before = {}
         task = held.task
+        held.lifecycle.to(TaskState.RUNNING)
         paused = _pause_cyclic_collector()
         try:
             read = 0
@@ -185,18 +196,19 @@ class TaskHost:
             # written or committed with the unit's other runs (``write_outputs``)
             run = commit.prepare(held.collector, committed, marks, writer, changelogs)
             self._runs.append((task_id, held, run))
-            held.pending, held.pending_state = writer, committed
+            held.pending = PendingRun(writer, committed)
+            held.lifecycle.to(TaskState.PENDING)
             phases.mark("write")
             local_offsets = task.stores.local_offsets() if task.stores.log is not None else {}
         except BaseException:
-            self._close_active(task_id, None)
+            self._close_active(task_id, CloseReason.FAILED)
             raise
         finally:
             if paused:
                 gc.enable()
         metrics = _delta(before, task.metrics.as_dict())
         if not self.keep_open and not run.applies_on_commit:  # else once its unit committed
-            self._close_active(task_id, None)
+            self._close_active(task_id, CloseReason.DONE)
             phases.mark("close")
         return {
             "task": task_id,
@@ -235,20 +247,20 @@ class TaskHost:
             written = self._commit.write([run for _, _, run in runs], writer_id)
         except BaseException:
             for task_id, _, _ in runs:
-                self._close_active(task_id, None)
+                self._close_active(task_id, CloseReason.FAILED)
             raise
         for task_id, held, run in runs:
             if run.applies_on_commit:
                 self._apply_committed(held, written)
                 if not self.keep_open:
-                    self._close_active(task_id, None)
+                    self._close_active(task_id, CloseReason.DONE)
         return (time.perf_counter() - started) * 1000
 
     def discard_runs(self) -> None:
         """Drop the runs a failed work unit did not write (their tasks are closed)."""
         runs, self._runs = self._runs, []
         for task_id, _, _ in runs:
-            self._close_active(task_id, None)
+            self._close_active(task_id, CloseReason.FAILED)
         self._commit.failed()
 
     def settle(self, winners: dict[str, str]) -> None:
@@ -259,26 +271,24 @@ class TaskHost:
             held = self._active.get(task_id)
             if held is None or held.pending is None:
                 continue
-            if held.pending != writer:
-                self._close_active(task_id, "another attempt of its batch won")
+            if held.pending.writer != writer:
+                self._close_active(task_id, CloseReason.LOST)
                 continue
-            assert held.pending_state is not None
             stores = held.task.stores
             if stores.log is not None:
                 paused = _pause_cyclic_collector()  # a batch's writes: as many objects again
                 try:
-                    stores.on_committed(TaskCommittedState.from_dict(held.pending_state))
+                    stores.on_committed(TaskCommittedState.from_dict(held.pending.state))
                 finally:
                     if paused:
                         gc.enable()
-            held.state, held.pending, held.pending_state = held.pending_state, None, None
+            held.committed()
 
     def _apply_committed(self, held: _Held, written: dict[tuple[str, int], int]) -> None:
         """A task's run committed in its unit's transaction: apply its writes to the stores at
         the offsets Kafka gave its changelog records (``written``)."""
-        assert held.pending_state is not None
-        committed = held.pending_state
-        state = TaskCommittedState.from_dict(committed)
+        assert held.pending is not None
+        state = TaskCommittedState.from_dict(held.pending.state)
         stores = held.task.stores
         if stores is not None and stores.log is not None:
             ends = {
@@ -288,10 +298,14 @@ class TaskHost:
                 for name, cl in stores.changelogs.items()
             }
             stores.on_committed(state, changelog_ends=ends, sparse=True)
-        held.state, held.pending, held.pending_state = committed, None, None
+        held.committed()
 
     def _open_active(
-        self, task_id: str, state: dict[str, Any], batch: int, commit: TaskCommit | None = None
+        self,
+        task_id: str,
+        state: dict[str, Any],
+        batch: int,
+        commit: TaskCommit | None = None,
     ) -> _Held:
         """Open an active task at committed ``state`` (``commit``: the task's commit to keep,
         when it reopens; a new one otherwise)."""
@@ -322,23 +336,22 @@ class TaskHost:
         )
         if self.keep_open and stores is not None:
             stores.checkpoint_records = KEPT_CHECKPOINT_RECORDS
-        held = _Held(task, collector, state, commit=commit)
+        held = _Held(task, collector, state, commit, Lifecycle(task_id))
         self._active[task_id] = held
         if stores is not None:
             self.opened += 1
         try:
             task.initialize()
         except BaseException:
-            self._close_active(task_id, None)
+            self._close_active(task_id, CloseReason.FAILED)
             raise
         return held
 
-    def _close_active(self, task_id: str, why: str | None) -> None:
+    def _close_active(self, task_id: str, why: CloseReason) -> None:
         held = self._active.pop(task_id, None)
         if held is None:
             return
-        if why is not None:
-            log.info("task %s: closing its open copy (%s)", task_id, why)
+        held.lifecycle.close(why)
         held.task.close()
 
     # ---- standby tasks -------------------------------------------------------------------
@@ -356,7 +369,7 @@ class TaskHost:
         changelog is a source topic may go)."""
         with handover():  # a demoted active copy hands its open databases to the standby
             if task_id in self._active:  # demoted here: its active copy holds the stores
-                self._close_active(task_id, "it became a standby here")
+                self._close_active(task_id, CloseReason.DEMOTED)
             standby = self._standby.get(task_id)
             if standby is None:
                 standby = self._standby[task_id] = self._new_standby(task_id, input_offsets)
@@ -427,8 +440,8 @@ class TaskHost:
         for task_id, state in query.tasks.items():
             stream_time = committed_stream_time(state)
             held = self._active.get(task_id)
-            if held is not None and (held.pending is not None or held.state != state):
-                self._close_active(task_id, "a query found it behind its committed state")
+            if held is not None and not held.at(state):
+                self._close_active(task_id, CloseReason.QUERY_BEHIND)
                 held = None
             if held is not None:
                 store = held.task.stores.get(query.store)
@@ -452,7 +465,7 @@ class TaskHost:
         wanted = set(keep)
         gone = sorted(self.held - wanted)
         for task_id in gone:
-            self._close_active(task_id, None)
+            self._close_active(task_id, CloseReason.RELEASED)
             self._close_standby(task_id)
         return gone
 
@@ -517,7 +530,10 @@ class _Phases:
 def new_global_stores(topology: Topology, config: StreamsConfig) -> GlobalStores:
     """An empty copy of the topology's global tables (filled by ``GlobalStores.update``)."""
     return GlobalStores(
-        topology, config.application_id, config.default_key_serde, config.default_value_serde
+        topology,
+        config.application_id,
+        config.default_key_serde,
+        config.default_value_serde,
     )
 
 

@@ -389,11 +389,6 @@ class TaskStores:
             applied += self._apply_below_limit(cl)
         return applied
 
-    def refresh_offset_limits(self) -> int:
-        """Set every store's limit to its changelog's committed end."""
-        restorer = self._require_restorer()
-        return sum(self.set_offset_limit(restorer.end(cl), n) for n, cl in self.changelogs.items())
-
     def poll(self, max_records: int | None = None) -> int:
         """Read the changelogs past what is applied or kept (up to their current end) and
         apply what lies below the limits; returns how many records were applied."""
