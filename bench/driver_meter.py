@@ -21,22 +21,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-#: Phase -> the app's (``app.<name>``) and committer's (``committer.<name>``) methods in it.
+#: Phase -> the methods in it: the app's collaborators' (``placing.<name>`` is
+#: ``app._placing``) and its committer's (``committer.<name>``).
 PHASES: dict[str, tuple[str, ...]] = {
     "fence": ("committer.check_fence",),
-    "assign": ("app._live_executors", "app._assign", "app._restore_bound"),
-    "ranges": ("app._planned_ranges",),
+    "assign": ("placing.live_executors", "placing.assign", "placing.restore_bound"),
+    "ranges": ("inputs.planned",),
     "records": ("committer.plan_stage", "committer.run_stage"),
-    "run": ("app._execute_stages",),
+    "run": ("runner.execute_stages",),
     "seal": ("committer._seal",),
-    "take_over": ("app._take_over",),
-    "lags": ("app._source_lags",),
+    "take_over": ("runner.take_over",),
+    "lags": ("inputs.source_lags",),
     "commit": (
         "committer.commit",
-        "app._write_assignment_records",
-        "app._purge_repartition_topics",
+        "placing.write_records",
+        "committer.after_commit",
     ),
-    "history": ("app._record_history",),
+    "history": ("placing.record_history",),
 }
 OTHER = "other"
 
@@ -71,6 +72,13 @@ class BatchCost:
     rss_mb: float = 0.0
 
 
+def _collaborator(app: Any, name: str) -> Any:
+    """The app's part that ``PHASES`` names (``StreamsApp``'s collaborators)."""
+    if name == "committer":
+        return app.committer
+    return getattr(app, f"_{name}", app)
+
+
 class DriverMeter:
     """Measures the batches ``measure`` runs on one app."""
 
@@ -84,7 +92,7 @@ class DriverMeter:
         for phase, names in PHASES.items():
             for name in names:
                 owner_name, attr = name.split(".")
-                owner = app if owner_name == "app" else app.committer
+                owner = _collaborator(app, owner_name)
                 method = getattr(owner, attr, None)
                 if method is not None:  # engines of other releases name some steps otherwise
                     setattr(owner, attr, self._timed(phase, method))

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from streamtide import StreamsApp
+from streamtide.engine.stage_runner import StageRunner
 from streamtide.errors import FencedError
 from tests.engine.scenarios import (
     engine_config,
@@ -45,7 +46,7 @@ def test_waiting_for_a_started_app_to_catch_up_never_runs_a_second_batch_loop(
     config = engine_config(log_url, str(tmp_path / "state"), commit_interval=50)
     running, overlaps = [0], [0]
     lock = threading.Lock()
-    execute = StreamsApp._execute
+    execute = StageRunner.execute
 
     def watched(self, *args, **kwargs):
         with lock:
@@ -58,7 +59,7 @@ def test_waiting_for_a_started_app_to_catch_up_never_runs_a_second_batch_loop(
             with lock:
                 running[0] -= 1
 
-    monkeypatch.setattr(StreamsApp, "_execute", watched)
+    monkeypatch.setattr(StageRunner, "execute", watched)
     app = StreamsApp(punctuation_topology(), config, spark=spark).start()
     try:
         progress = app.run_until_caught_up(timeout=300)

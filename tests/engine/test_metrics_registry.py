@@ -9,12 +9,13 @@ from pathlib import Path
 import pytest
 
 from streamtide.engine.metrics import AppMetrics, sample_key
+from streamtide.engine.protocol import UnitReport
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-def unit(task: str, **result) -> dict:
-    return {"tasks": [{"task": task, **result}], "standbys": {}}
+def unit(task: str, **result) -> UnitReport:
+    return UnitReport.from_dict({"client": "1", "tasks": [{"task": task, **result}]})
 
 
 def test_reports_of_committed_stages_add_up() -> None:
@@ -34,7 +35,7 @@ def test_reports_of_committed_stages_add_up() -> None:
                         "records-restored.counts": 5,
                     },
                 ),
-                {"tasks": [], "standbys": {"0_0": {"lag": 12}}},
+                UnitReport.from_dict({"client": "2", "standbys": {"0_0": {"lag": 12}}}),
             ],
             {"app-counts-changelog"},
         )

@@ -16,18 +16,21 @@ from streamtide.engine.placement import (
     subscriptions,
 )
 from streamtide.engine.plan import Stage
+from streamtide.engine.protocol import UnitReport
 from tests.engine.scenarios import engine_config, make_events, session_topology, write_events
 
 STAGE = Stage(0, 2, ("events",), ("sessions",), {"sessions": "app-sessions-changelog"})
 EXECUTORS = [ExecutorInfo("1", "h", 1), ExecutorInfo("2", "h", 1)]
 
 
-def unit(client: str, tasks: dict[str, dict[str, int]], standbys=None) -> dict:
-    return {
-        "client": client,
-        "tasks": [{"task": t, "local_offsets": offsets} for t, offsets in tasks.items()],
-        "standbys": {t: {"local_offsets": o} for t, o in (standbys or {}).items()},
-    }
+def unit(client: str, tasks: dict[str, dict[str, int]], standbys=None) -> UnitReport:
+    return UnitReport.from_dict(
+        {
+            "client": client,
+            "tasks": [{"task": t, "local_offsets": offsets} for t, offsets in tasks.items()],
+            "standbys": {t: {"local_offsets": o} for t, o in (standbys or {}).items()},
+        }
+    )
 
 
 def test_a_task_that_moved_is_no_longer_reported_running_by_its_old_owner() -> None:

@@ -29,6 +29,7 @@ from streamtide.engine.protocol import (
     StageStep,
     UnitReport,
 )
+from streamtide.engine.unit_ids import UnitKey
 from streamtide.errors import CorruptLogError, StreamtideError
 from streamtide.log.api import Log, SegmentRef
 from streamtide.log.errors import SealConflictError, SegmentError
@@ -246,6 +247,64 @@ class BatchCommitter:
         )
         if sweep:
             self.sweep(writer_prefix(self.application_id, prepare.batch, prepare.stage))
+
+    # ---- what the driver asks of either log (``engine.kafka_committer`` on Kafka) ------
+
+    def fence_work_units(self, task_ids: Iterable[str]) -> None:
+        """Fence what work units of earlier drivers may still hold open: nothing on the file
+        log (a segment is only a candidate until this driver seals it)."""
+
+    def begin_batch(self, batch: int) -> None:
+        """Before a batch does any work: nothing on the file log, whose fence is checked
+        before every record this driver writes."""
+
+    def held_states(
+        self, sources: Callable[[], dict[str, list[tuple[str, int]]]]
+    ) -> dict[str, TaskCommittedState] | None:
+        """The task states the log holds, to plan a stage from (``sources()``: the stage's
+        tasks' source partitions); None: the driver's own records are the truth."""
+        return None
+
+    def input_ends(
+        self, keys: Sequence[tuple[str, int]], repartition_topics: set[str]
+    ) -> tuple[dict[tuple[str, int], int], set[str]]:
+        """How far each source partition of a stage can be read this batch, and the topics
+        read whole (not capped nor cut at one event time): every end offset, none whole."""
+        return self.log.end_offsets(keys), set()
+
+    def changed_source(self, topic: str, partition: int, committed: int | None, end: int) -> Any:
+        """The mark of a source partition re-created since the task read it (something with
+        ``describe()``), or None: the file log tells a re-created topic by its topic id."""
+        return None
+
+    def adopt_resets(
+        self,
+        moved: dict[str, set[str]],
+        windows: dict[tuple[str, int], tuple[int, int]],
+        states: dict[str, TaskCommittedState],
+        sources: Callable[[], dict[str, list[tuple[str, int]]]],
+    ) -> None:
+        """Offsets ``auto_offset_reset`` moved (``{task: {"topic:partition"}}``, the new start
+        in ``windows``): on the file log the run's committed state records them."""
+
+    def ids_for_units(self, units: Callable[[], dict[UnitKey, list[str]]]) -> dict[UnitKey, str]:
+        """The transactional id of each work unit about to run (``units()``: its active
+        tasks by slot and stage): none on the file log."""
+        return {}
+
+    def winners(self, prepare: PrepareRecord) -> dict[str, str]:
+        """The writer id that won for each task of a sealed stage, for work units that hold
+        their runs until told (``TaskHost.settle``)."""
+        return {t: e.writer for t, e in prepare.tasks.items() if e.writer is not None}
+
+    def retries(self, error: BaseException) -> bool:
+        """Whether a work unit's failure with ``error`` is retried whatever it is: no."""
+        return False
+
+    def after_commit(self, consumed: Callable[[], dict[tuple[str, int], int]]) -> None:
+        """Housekeeping after a batch's commit (``consumed()``: the committed offset of each
+        repartition partition): none on the file log, whose segments are truncated by
+        their readers' snapshots."""
 
     def close(self) -> None:
         """Release the committer's resources (none are held between batches)."""

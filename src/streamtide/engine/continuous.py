@@ -39,6 +39,7 @@ from streamtide.engine.idle_watch import DIED, IdleWatcher
 from streamtide.engine.interop import ExecutorInfo
 from streamtide.engine.launcher import WorkUnitLauncher
 from streamtide.errors import StreamtideError
+from streamtide.runtime.messages import Control, Ended, MessageError, Reply, Stop, decode, encode
 
 log = logging.getLogger("streamtide.engine")
 
@@ -113,7 +114,9 @@ class ContinuousWorkers:
         self._secret = new_secret()
         self._identity = new_identity()
         self._bind, self._host = launcher.control_address()
-        self._server = socket.create_server((self._bind, 0), family=_family(self._bind))
+        self._server = socket.create_server(
+            (self._bind, 0), family=socket.AF_INET6 if ":" in self._bind else socket.AF_INET
+        )
         self._port = self._server.getsockname()[1]
         self._pending = threading.BoundedSemaphore(MAX_PENDING_HANDSHAKES)
         self._slots: dict[SlotKey, _Slot] = {}
@@ -356,14 +359,14 @@ class ContinuousWorkers:
 
     # ---- messages ------------------------------------------------------------------------
 
-    def request(self, messages: Mapping[SlotKey, dict[str, Any]]) -> dict[SlotKey, dict[str, Any]]:
+    def request(self, messages: Mapping[SlotKey, Control]) -> dict[SlotKey, Reply]:
         """Send each slot its message and wait for every reply (the slots work in parallel).
         ``WorkerLostError`` names the slots that did not answer; the others' replies are
         consumed first, so every channel is left in step."""
         with self._io:
             return self._request(messages)
 
-    def _request(self, messages: Mapping[SlotKey, dict[str, Any]]) -> dict[SlotKey, dict[str, Any]]:
+    def _request(self, messages: Mapping[SlotKey, Control]) -> dict[SlotKey, Reply]:
         sent: list[SlotKey] = []
         lost: dict[SlotKey, str] = {}
         for key, message in messages.items():
@@ -372,23 +375,23 @@ class ContinuousWorkers:
                 lost[key] = "not connected"
                 continue
             try:
-                send_message(slot.sock, message)  # type: ignore[arg-type]
+                send_message(slot.sock, encode(message))  # type: ignore[arg-type]
                 sent.append(key)
             except OSError as exc:
                 lost[key] = str(exc)
                 self._drop(slot)
-        replies = {}
+        replies: dict[SlotKey, Reply] = {}
         for key in sent:
             slot = self._slots[key]
             try:
                 self._await_reply(slot.sock)  # type: ignore[arg-type]
-                reply = recv_message(slot.sock)  # type: ignore[arg-type]
-            except ChannelClosedError as exc:
+                reply = decode(recv_message(slot.sock))  # type: ignore[arg-type]
+            except (ChannelClosedError, MessageError) as exc:
                 lost[key] = str(exc)
                 self._drop(slot)
                 continue
-            if "ended" in reply:  # it ended on its own just as the message went out
-                lost[key] = f"it ended: {reply['ended']}"
+            if isinstance(reply, Ended):  # it ended on its own just as the message went out
+                lost[key] = f"it ended: {reply.why}"
                 self._drop(slot, lost[key])
                 continue
             replies[key] = reply
@@ -410,14 +413,14 @@ class ContinuousWorkers:
             pass  # closed meanwhile: the read that follows reports it
         self.waited_s += time.monotonic() - began
 
-    def notify(self, key: SlotKey, message: dict[str, Any]) -> None:
+    def notify(self, key: SlotKey, message: Control) -> None:
         """Send a message that has no reply (a lost slot is noticed at its next request)."""
         slot = self._slots.get(key)
         if slot is None or not slot.connected:
             return
         with self._io:
             try:
-                send_message(slot.sock, message)  # type: ignore[arg-type]
+                send_message(slot.sock, encode(message))  # type: ignore[arg-type]
             except OSError:
                 self._drop(slot)
 
@@ -448,13 +451,6 @@ class ContinuousWorkers:
 
     # ---- stopping ------------------------------------------------------------------------
 
-    def retire(self, keep: set[SlotKey]) -> None:
-        """Stop the work units of slots not in ``keep`` (their executor left or they have
-        nothing to run)."""
-        for key, slot in list(self._slots.items()):
-            if key not in keep and slot.ended is None:
-                self._stop_slot(slot)
-
     def retire_executors(self, executors: set[str], timeout: float = 30.0) -> None:
         """Stop the work units of the given executors and wait until their Spark jobs ended
         (before the executors are removed, so no running Spark task is lost with them);
@@ -471,7 +467,7 @@ class ContinuousWorkers:
     def _stop_slot(self, slot: _Slot) -> None:
         if slot.sock is not None and slot.ended is None:
             try:
-                send_message(slot.sock, {"kind": "stop"})
+                send_message(slot.sock, encode(Stop()))
             except OSError:
                 pass
         slot.ended = slot.ended or "stopped"
@@ -502,7 +498,3 @@ class ContinuousWorkers:
 
 def _alive(slot: _Slot) -> bool:
     return slot.thread is not None and slot.thread.is_alive()
-
-
-def _family(host: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in host else socket.AF_INET

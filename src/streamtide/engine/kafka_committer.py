@@ -51,7 +51,7 @@ from typing import Any
 from streamtide.engine.app_dir import AppDirectory
 from streamtide.engine.committer import BatchCommitter
 from streamtide.engine.protocol import CommitRecord, PrepareRecord, SealRecord
-from streamtide.engine.unit_ids import UnitIds
+from streamtide.engine.unit_ids import UnitIds, UnitKey
 from streamtide.errors import FencedError
 from streamtide.log.api import Log
 from streamtide.log.errors import LogError, ProducerFencedError
@@ -335,6 +335,76 @@ class KafkaBatchCommitter(BatchCommitter):
             log.warning("cannot purge %d repartition partition(s): %s", len(due), exc)
             return
         self._purged.update(due)
+
+    # ---- the driver's calls (``BatchCommitter``), as Kafka answers them ----------------
+
+    def begin_batch(self, batch: int) -> None:
+        """A newer driver took over: stop before any work (``check_fence``)."""
+        self.check_fence(batch)
+
+    def held_states(
+        self, sources: Callable[[], dict[str, list[tuple[str, int]]]]
+    ) -> dict[str, TaskCommittedState] | None:
+        """Plan from what Kafka holds (``committed_states``)."""
+        return self.committed_states(sources())
+
+    def input_ends(
+        self, keys: Sequence[tuple[str, int]], repartition_topics: set[str]
+    ) -> tuple[dict[tuple[str, int], int], set[str]]:
+        """A repartition partition is read whole, up to what the earlier batches committed
+        (``settled_ends``): its records lie in blocks, one per writing task and batch, each
+        in time order but not ordered among each other (the reading task merges them by
+        time). A cap or a cut would take the head of one block and leave the others' earlier
+        records for a later batch, behind stream time."""
+        whole = repartition_topics
+        available = self.log.end_offsets(k for k in keys if k[0] not in whole)
+        if whole:
+            available.update(self.settled_ends(k for k in keys if k[0] in whole))
+        return available, whole
+
+    def adopt_resets(
+        self,
+        moved: dict[str, set[str]],
+        windows: dict[tuple[str, int], tuple[int, int]],
+        states: dict[str, TaskCommittedState],
+        sources: Callable[[], dict[str, list[tuple[str, int]]]],
+    ) -> None:
+        """The offsets ``auto_offset_reset`` chose become the tasks' committed ones before
+        they run (a run starts at Kafka's committed offsets): ``commit_reset``."""
+        for task, keys in moved.items():
+            state = states.get(task)
+            if state is None:
+                continue
+            offsets = dict(state.offsets)
+            for (topic, partition), (start, _) in windows.items():
+                if offset_key(topic, partition) in keys:
+                    offsets[offset_key(topic, partition)] = start
+            reset = TaskCommittedState(
+                offsets, state.stream_time, state.schedules, state.partition_times
+            )
+            self.commit_reset(task, sources()[task], reset, keys)
+            states[task] = reset
+
+    def ids_for_units(self, units: Callable[[], dict[UnitKey, list[str]]]) -> dict[UnitKey, str]:
+        """Each work unit's transactional id (``engine.unit_ids``: ids that may still hold a
+        task that moved are fenced first)."""
+        assert self.unit_ids is not None
+        return self.unit_ids.ids_for(units())
+
+    def winners(self, prepare: PrepareRecord) -> dict[str, str]:
+        return {}  # each work unit committed its runs itself: nothing is held for a decision
+
+    def retries(self, error: BaseException) -> bool:
+        """A work unit's producer was fenced: by a newer driver (then ``check_fence`` raises),
+        or by an older one that reopened a task (then the retry takes it back)."""
+        if not isinstance(error, FencedError):
+            return False
+        self.check_fence()
+        return True
+
+    def after_commit(self, consumed: Callable[[], dict[tuple[str, int], int]]) -> None:
+        """Purge the repartition records every consuming task committed (``purge``)."""
+        self.purge(consumed())
 
     def sweep_committed(self, last_batch: int) -> int:
         return 0  # no unsealed segments on Kafka: a losing attempt's transaction was aborted

@@ -9,10 +9,10 @@ as a dict (``StreamsApp.metrics()``). docs/metrics.md lists every family.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from streamtide.engine.protocol import TaskReport, UnitReport
 from streamtide.errors import ConfigError
 from streamtide.processor import drops
 from streamtide.processor.api import PunctuationType
@@ -128,7 +128,7 @@ class AppMetrics:
     def record_stage(
         self,
         ranges: Mapping[str, Mapping[str, list[int]]],
-        units: Iterable[Mapping[str, Any]],
+        units: Iterable[UnitReport],
         changelogs: set[str],
     ) -> None:
         """Add one committed stage: its input ``ranges`` per task and its work-unit reports."""
@@ -138,18 +138,18 @@ class AppMetrics:
                 if end > start:
                     self.consumed.labels(topic=topic, partition=partition).inc(end - start)
         for unit in units:
-            for result in unit["tasks"]:
+            for result in unit.tasks:
                 self._record_task(result, changelogs)
-            for task, standby in unit.get("standbys", {}).items():
+            for task, standby in unit.standbys.items():
                 if standby.get("lag") is not None:
                     self.standby_lag.labels(task=task).set(standby["lag"])
 
-    def _record_task(self, result: Mapping[str, Any], changelogs: set[str]) -> None:
-        task = result["task"]
-        for topic, count in result.get("output_records", {}).items():
+    def _record_task(self, result: TaskReport, changelogs: set[str]) -> None:
+        task = result.task
+        for topic, count in result.output_records.items():
             if topic not in changelogs and count:
                 self.produced.labels(topic=topic).inc(count)
-        for name, count in (result.get("metrics") or {}).items():
+        for name, count in result.metrics.items():
             if not count:
                 continue
             if name.startswith(drops.PREFIX):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from streamtide.assignment import (
     Assignment,
@@ -16,6 +15,7 @@ from streamtide.assignment import (
 from streamtide.config import StreamsConfig
 from streamtide.engine.interop import ExecutorInfo
 from streamtide.engine.plan import Stage
+from streamtide.engine.protocol import UnitReport
 
 #: The assignor is a pure function with the signature of ``streamtide.assignment.assign``.
 Assignor = Callable[..., Assignment]
@@ -62,7 +62,7 @@ def reports_from(subs: Mapping[str, SubscriptionInfo]) -> dict[str, ClientReport
 
 
 def record_stage_reports(
-    reports: dict[str, ClientReport], stage_tasks: Iterable[str], units: Iterable[dict[str, Any]]
+    reports: dict[str, ClientReport], stage_tasks: Iterable[str], units: Iterable[UnitReport]
 ) -> None:
     """Update the reports with one stage's work-unit results: its tasks ran where the units
     ran them (and nowhere else any more); local offsets are kept per task for when a copy
@@ -71,13 +71,12 @@ def record_stage_reports(
     for report in reports.values():
         report.running -= stage_tasks
     for unit in units:
-        report = reports.setdefault(unit["client"], ClientReport())
-        for result in unit["tasks"]:
-            report.running.add(result["task"])
-            local = result.get("local_offsets") or {}
-            if local:
-                report.offset_sums[result["task"]] = sum(local.values())
-        for task, standby in unit.get("standbys", {}).items():
+        report = reports.setdefault(unit.client, ClientReport())
+        for result in unit.tasks:
+            report.running.add(result.task)
+            if result.local_offsets:
+                report.offset_sums[result.task] = sum(result.local_offsets.values())
+        for task, standby in unit.standbys.items():
             report.offset_sums[task] = sum(standby.get("local_offsets", {}).values())
 
 

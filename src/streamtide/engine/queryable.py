@@ -24,6 +24,7 @@ from streamtide.engine.worker import make_query
 from streamtide.errors import InvalidStateStoreError
 from streamtide.log.partitioner import partition_for_key
 from streamtide.processor.topology import Topology
+from streamtide.runtime.messages import Query, QueryAnswered, decode
 from streamtide.runtime.store_query import QueryOp, StoreQuery, decode_bytes, encode_bytes
 from streamtide.serde import Serde
 from streamtide.state.encoding import MAX_LONG, MIN_LONG
@@ -224,13 +225,13 @@ def store_view(route: StoreRoute, ask: Ask) -> _StoreView:
 # ---- where the tasks live: the two execution modes ----------------------------------------
 
 
-def _answers(reply: dict[str, Any], store: str, tasks: Iterable[str]) -> dict[str, Any]:
-    if "error" in reply:
+def _answers(reply: Any, store: str, tasks: Iterable[str]) -> dict[str, Any]:
+    if not isinstance(reply, QueryAnswered) or reply.error is not None:
         raise InvalidStateStoreError(
             f"store {store!r} could not be queried on task(s) {', '.join(sorted(tasks))}: "
-            f"{reply['error']}"
+            f"{reply.error if isinstance(reply, QueryAnswered) else reply}"
         )
-    return dict(reply["answers"])
+    return dict(reply.answers or {})
 
 
 def ask_work_units(
@@ -249,10 +250,7 @@ def ask_work_units(
         by_slot.setdefault(slot, {})[task] = state
     try:
         replies = workers.request(
-            {
-                slot: {"kind": "query", "query": replace(query, tasks=tasks).to_dict()}
-                for slot, tasks in by_slot.items()
-            }
+            {slot: Query(replace(query, tasks=tasks)) for slot, tasks in by_slot.items()}
         )
     except WorkerLostError as exc:
         raise InvalidStateStoreError(
@@ -292,5 +290,5 @@ def ask_pinned_jobs(
         ) from exc
     answers: dict[str, Any] = {}
     for tasks, output in zip(by_executor.values(), outputs):
-        answers.update(_answers(json.loads(output), query.store, tasks))
+        answers.update(_answers(decode(json.loads(output)), query.store, tasks))
     return answers

@@ -10,6 +10,21 @@ from typing import Any
 
 from streamtide.engine.failures import failure_report
 from streamtide.log import open_log
+from streamtide.runtime.messages import (
+    Ended,
+    MessageError,
+    Query,
+    QueryAnswered,
+    Release,
+    Released,
+    RunUnits,
+    Settle,
+    Stop,
+    UnitsRan,
+    decode,
+    encode,
+)
+from streamtide.runtime.store_query import StoreQuery
 from streamtide.runtime.task_host import new_global_stores
 from streamtide.runtime.work_unit import WorkUnitSpec, run_work_unit
 
@@ -139,7 +154,7 @@ def _farewell(sock: Any, why: str) -> None:
     from streamtide.engine.channel import send_message
 
     try:
-        send_message(sock, {"ended": why})
+        send_message(sock, encode(Ended(why)))
     except OSError:  # the driver closed it, or is gone
         pass
     finally:
@@ -152,15 +167,14 @@ def answer_driver(
     run_units: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
     gone: Callable[[], str | None],
 ) -> str:
-    """Answer the driver's control messages on ``sock`` with ``host``'s tasks until the
-    driver says stop, the connection closes, or ``gone()`` (asked every second while idle)
-    names a reason to end; returns why it ended."""
+    """Answer the driver's control messages (``runtime.messages``) on ``sock`` with
+    ``host``'s tasks until the driver says stop, the connection closes, or ``gone()`` (asked
+    every second while idle) names a reason to end; returns why it ended."""
     import select
-    import time
 
-    from streamtide.engine.channel import ChannelClosedError, pending, recv_message, send_message
+    from streamtide.engine.channel import ChannelClosedError, pending, recv_message
 
-    settle_ms = 0.0  # spent settling since the last run (reported with the next run)
+    answer = _Answers(sock, host, run_units)
     while True:
         # a message TLS already decrypted is invisible to select: read it without waiting
         readable = pending(sock) or select.select([sock], [], [], _LIVENESS_CHECK_S)[0]
@@ -170,24 +184,63 @@ def answer_driver(
                 return reason
             continue
         try:
-            message = recv_message(sock)
+            message = decode(recv_message(sock))
         except ChannelClosedError:
             return "the driver closed the control channel"
-        kind = message.get("kind")
-        if kind == "run":
-            reports = run_units(message["units"])
-            send_message(sock, {"reports": reports, "settle_ms": round(settle_ms, 3)})
-            settle_ms = 0.0
-        elif kind == "settle":
-            began = time.perf_counter()
-            host.settle(message["winners"])
-            settle_ms += (time.perf_counter() - began) * 1000
-        elif kind == "query":
-            send_message(sock, answer_query(host, message["query"]))
-        elif kind == "release":
-            send_message(sock, {"released": host.release(message["keep"])})
-        elif kind == "stop":
+        except MessageError:
+            continue  # nothing this release understands: ignored, as an unknown kind always was
+        if isinstance(message, Stop):
             return "stopped by the driver"
+        answer(message)
+
+
+class _Answers:
+    """A long-running work unit's answer to each control message, by its type."""
+
+    def __init__(
+        self,
+        sock: Any,
+        host: Any,
+        run_units: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    ) -> None:
+        self.sock = sock
+        self.host = host
+        self.run_units = run_units
+        self.settle_ms = 0.0  # spent settling since the last run (reported with the next run)
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            RunUnits: self.run,
+            Settle: self.settle,
+            Query: self.query,
+            Release: self.release,
+        }
+
+    def __call__(self, message: Any) -> None:
+        handler = self._handlers.get(type(message))
+        if handler is not None:  # (a reply sent to a work unit means nothing to it)
+            handler(message)
+
+    def _send(self, reply: Any) -> None:
+        from streamtide.engine.channel import send_message
+
+        send_message(self.sock, encode(reply))
+
+    def run(self, message: RunUnits) -> None:
+        reports = self.run_units(list(message.units))
+        self._send(UnitsRan(tuple(reports), round(self.settle_ms, 3)))
+        self.settle_ms = 0.0
+
+    def settle(self, message: Settle) -> None:
+        import time
+
+        began = time.perf_counter()
+        self.host.settle(message.winners)
+        self.settle_ms += (time.perf_counter() - began) * 1000
+
+    def query(self, message: Query) -> None:
+        self._send(answer_query(self.host, message.query))
+
+    def release(self, message: Release) -> None:
+        self._send(Released(tuple(self.host.release(message.keep))))
 
 
 def _fenced(job: dict[str, Any]) -> bool:
@@ -214,15 +267,13 @@ def _run_units(host: Any, units: list[dict[str, Any]], blob: bytes) -> list[dict
     return reports
 
 
-def answer_query(host: Any, query: dict[str, Any]) -> dict[str, Any]:
-    """``{"answers": {task: answer}}`` for a ``StoreQuery`` (as a dict), or ``{"error": ...}``
-    naming why the tasks could not answer (sent back, never raised: the driver reports it)."""
-    from streamtide.runtime.store_query import StoreQuery
-
+def answer_query(host: Any, query: StoreQuery) -> QueryAnswered:
+    """The answers (``{task: answer}``) to ``query``, or why the tasks could not answer (sent
+    back, never raised: the driver reports it)."""
     try:
-        return {"answers": host.query(StoreQuery.from_dict(query))}
+        return QueryAnswered(answers=host.query(query))
     except Exception as exc:
-        return {"error": f"{type(exc).__name__}: {exc}"}
+        return QueryAnswered(error=f"{type(exc).__name__}: {exc}")
 
 
 def run_queries(blob: bytes, payloads: Iterable[str]) -> Iterator[str]:
@@ -236,7 +287,7 @@ def run_queries(blob: bytes, payloads: Iterable[str]) -> Iterator[str]:
         job = json.loads(payload)
         host = TaskHost(topology, config, log_, factory, client_state_dir(config, job["client"]))
         try:
-            yield json.dumps(answer_query(host, job["query"]))
+            yield json.dumps(encode(answer_query(host, StoreQuery.from_dict(job["query"]))))
         finally:
             host.close()
 

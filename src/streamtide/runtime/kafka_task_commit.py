@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from streamtide.errors import StreamtideError
@@ -136,6 +136,10 @@ class TaskRun:
     pending: list[tuple[str, int, Any, list[Any]]]
     offsets: dict[tuple[str, int], Committed]
     marks: dict[str, SourceMark]
+    #: no segments: the records are in the unit's transaction (``runtime.run_commit.Run``)
+    segments: list[dict[str, Any]] = field(default_factory=list)
+    #: the task applies the run's writes once its unit committed, at the offsets Kafka gave
+    applies_on_commit: bool = True
 
 
 class KafkaTaskCommit:

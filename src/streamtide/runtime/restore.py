@@ -22,6 +22,7 @@ from streamtide.log.api import Log, LogRecord
 from streamtide.log.factory import log_path
 from streamtide.processor.api import Metrics, StateStoreContext
 from streamtide.processor.topology import Topology
+from streamtide.runtime.log_traits import traits_of
 from streamtide.state.api import KeyValueBytesStore
 from streamtide.state.changelogging import (
     ChangeLoggingKeyValueBytesStore,
@@ -126,6 +127,7 @@ class ChangelogRestorer:
         batch_size: int = 10_000,
     ) -> None:
         self.log = log_
+        self.offset_gaps = traits_of(log_).offset_gaps
         self.application_id = application_id
         self.task_id = task_id
         self.metrics = metrics
@@ -316,7 +318,7 @@ class ChangelogRestorer:
             if table.num_rows == 0:
                 # nothing committed is left below ``end``: the rest are gaps (transaction
                 # markers, aborted records of a log with transactions)
-                if self.log.transactional:
+                if self.offset_gaps:
                     cl.position = end
                 break
             keys = table.column("key").to_pylist()

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 from streamtide.log.api import Log, LogRecord
 from streamtide.processor.api import StateStore
 from streamtide.processor.topology import Topology
 from streamtide.runtime.metrics import TaskMetrics
-from streamtide.runtime.restore import RECORDS_RESTORED, STANDBY_LAG
 from streamtide.runtime.store_context import DelegatingStoreContext
 from streamtide.runtime.stream_task import task_name
 from streamtide.runtime.task_stores import TaskStores
@@ -83,22 +81,6 @@ class StandbyTask:
         """Checkpoint and close the stores; records kept above the limit are dropped (they
         are read again from the log next time)."""
         self.stores.close()
-
-    def update_once(self) -> dict[str, Any]:
-        """Open the stores, apply the committed changelog, close them; returns the local
-        offsets and what it did (for the driver's lag bookkeeping)."""
-        try:
-            self.initialize()
-            applied = self.catch_up()
-            return {
-                "local_offsets": self.local_offsets(),
-                "offset_sum": self.offset_sum(),
-                "applied": applied,
-                "lag": self.metrics.get(STANDBY_LAG),
-                "restored_records": self.metrics.get(RECORDS_RESTORED),
-            }
-        finally:
-            self.close()
 
     # ---- the TaskStores operations a standby offers --------------------------------------
 

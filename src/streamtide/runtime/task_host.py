@@ -18,10 +18,11 @@ standby) or is rebuilt from its commit closes its old copy and opens the new one
 instead of reopening them, and starts from the checkpoint the old copy wrote, replaying only
 what that lacks, exactly as after a reopen.
 
-On a Kafka log the work unit commits its tasks' runs itself instead, all in one transaction
-of the unit's producer (``runtime.kafka_unit_commit``, ``begin_unit`` and ``write_outputs``),
-and each task applies its writes once Kafka confirmed the commit. Whether a task's run goes
-ahead is still decided per task, by what Kafka holds for it (``runtime.kafka_task_commit``).
+How a run's writes become committed is the log's (``runtime.run_commit``, one set of calls
+for both logs): on Kafka the work unit commits its tasks' runs itself, all in one transaction
+of the unit's producer (``begin_unit`` and ``write_outputs``), each task applies its writes
+once Kafka confirmed the commit, and whether a task's run goes ahead is decided per task, by
+what Kafka holds for it.
 """
 
 from __future__ import annotations
@@ -38,15 +39,13 @@ from typing import Any
 from streamtide.config import StreamsConfig
 from streamtide.errors import StoreError
 from streamtide.log.api import Log
-from streamtide.log.kafka_group import GroupOffsets
-from streamtide.log.source_marks import last_mark
+from streamtide.log.source_marks import SourceMark
 from streamtide.processor.topology import Topology
-from streamtide.runtime.committed import TaskCommittedState, offset_key
+from streamtide.runtime.committed import TaskCommittedState
 from streamtide.runtime.global_stores import GlobalStores
-from streamtide.runtime.kafka_task_commit import KafkaTaskCommit, TaskRun, source_partitions
-from streamtide.runtime.kafka_unit_commit import KafkaUnitCommit
-from streamtide.runtime.repartition_order import merge_by_writer
+from streamtide.runtime.messages import StandbyReport
 from streamtide.runtime.restore import RECORDS_RESTORED, STANDBY_LAG
+from streamtide.runtime.run_commit import Run, TaskCommit, for_log
 from streamtide.runtime.segment_collector import SegmentCollector
 from streamtide.runtime.standby import StandbyTask
 from streamtide.runtime.store_query import (
@@ -56,7 +55,7 @@ from streamtide.runtime.store_query import (
     query_kind,
 )
 from streamtide.runtime.stream_task import StreamTask, task_options
-from streamtide.runtime.unit_writes import UnitWrites
+from streamtide.runtime.task_lifecycle import CloseReason, Lifecycle, PendingRun, TaskState
 from streamtide.state.rocksdb_handover import handover
 
 log = logging.getLogger(__name__)
@@ -73,9 +72,19 @@ class _Held:
     task: StreamTask
     collector: SegmentCollector
     state: dict[str, Any]  # the committed state the task is at (when nothing is pending)
-    pending: str | None = None  # the writer id of a run not settled yet
-    pending_state: dict[str, Any] | None = None
-    kafka: KafkaTaskCommit | None = None  # decides and prepares its runs on a Kafka log
+    commit: TaskCommit  # decides and prepares its runs (``runtime.run_commit``)
+    lifecycle: Lifecycle
+    pending: PendingRun | None = None  # its run whose writes wait for their commit
+
+    def at(self, state: dict[str, Any]) -> bool:
+        """Whether the task is at committed ``state`` (and nothing of it is pending)."""
+        return self.lifecycle.state is TaskState.COMMITTED and self.state == state
+
+    def committed(self) -> None:
+        """Its pending run committed: the task is at the state the run reached."""
+        assert self.pending is not None
+        self.lifecycle.to(TaskState.COMMITTED)
+        self.state, self.pending = self.pending.state, None
 
 
 class TaskHost:
@@ -101,14 +110,10 @@ class TaskHost:
         self.global_stores = global_stores
         self._active: dict[str, _Held] = {}
         self._standby: dict[str, StandbyTask] = {}
-        self._group: Any = None  # the application's consumer-group offsets (Kafka log)
-        #: Kafka: the producers of the work units run here, by transactional id
-        self._units: dict[str, KafkaUnitCommit] = {}
-        self._unit: KafkaUnitCommit | None = None  # the running unit's
-        self._committed: dict[tuple[str, int], Any] | None = None  # read at the unit's start
-        self._kafka_runs: list[tuple[str, _Held, TaskRun]] = []  # runs its commit covers
-        #: the runs' outputs and changelog records not written yet (``write_outputs``)
-        self.writes = UnitWrites()
+        #: how the runs of the work units run here are committed (``runtime.run_commit``)
+        self._commit = for_log(log_, topology, config)
+        #: the runs of the running unit not written yet (``write_outputs``)
+        self._runs: list[tuple[str, _Held, Run]] = []
         #: active tasks with stores opened so far (a run that opened one restored: work_unit)
         self.opened = 0
 
@@ -142,8 +147,8 @@ class TaskHost:
             if task_id in self._standby:  # promoted here: its standby copy holds the stores
                 self._close_standby(task_id)
             held = self._active.get(task_id)
-            if held is not None and (held.pending is not None or held.state != state):
-                self._close_active(task_id, "its committed state moved on elsewhere")
+            if held is not None and not held.at(state):
+                self._close_active(task_id, CloseReason.MOVED_ON)
                 held = None
             before: dict[str, int] = {}  # a task opened now counts its restore in this run
             if held is None:
@@ -151,35 +156,30 @@ class TaskHost:
             else:
                 before = held.task.metrics.as_dict()
         phases.mark("restore")
-        if held.kafka is not None:
-            decision = held.kafka.decide(state, ranges, self._committed)
-            if decision.done:  # an earlier attempt committed this run; its report was lost
-                self._close_active(task_id, "an earlier attempt committed its run")
-                return _already_committed(task_id, writer, decision.state, started)
-            ranges = decision.ranges  # from Kafka's committed offsets on
-            if decision.state != TaskCommittedState.from_dict(state):  # start from Kafka's
-                state = decision.state.to_dict()
-                marks = held.kafka.marks
-                with handover():
-                    self._close_active(task_id, "Kafka's committed state is not the planned one")
-                    held = self._open_active(task_id, state, batch)
-                assert held.kafka is not None
-                held.kafka.marks = marks
-                before = {}
+        commit = held.commit
+        decision = commit.decide(state, ranges, self._commit.committed)
+        if decision.done:  # an earlier attempt committed this run; its report was lost
+            self._close_active(task_id, CloseReason.ALREADY_COMMITTED)
+            return _already_committed(task_id, writer, decision.state, started)
+        ranges = decision.ranges  # from the log's committed offsets on
+        if decision.state != TaskCommittedState.from_dict(state):  # start from the log's
+            state = decision.state.to_dict()
+            with handover():
+                self._close_active(task_id, CloseReason.LOG_AHEAD)
+                held = self._open_active(task_id, state, batch, commit)
+            before = {}
         task = held.task
+        held.lifecycle.to(TaskState.RUNNING)
         paused = _pause_cyclic_collector()
         try:
             read = 0
             partition = task.partition
-            marks = {}  # the last record read from each partition (Kafka: committed with it)
+            # the last record read from each partition (Kafka: committed with it)
+            marks: dict[str, SourceMark] = {}
             for topic, (start, end) in ranges.items():
                 if end > start:
                     table = self.log.read_table(topic, partition, start, end)
-                    if held.kafka is not None:
-                        if (mark := last_mark(table)) is not None:
-                            marks[offset_key(topic, partition)] = mark
-                        if topic in held.kafka.repartition_topics:
-                            table = merge_by_writer(table)
+                    table = commit.read(topic, partition, table, marks)
                     read += task.add_table(topic, table)
             phases.mark("read")
             task.process()
@@ -191,32 +191,30 @@ class TaskHost:
                 task.mark_consumed(topic, end)
             committed = task.committed_state().to_dict()
             output_counts = held.collector.counts()
-            segments: list[dict[str, Any]] = []  # filled by ``write_outputs`` (file log)
-            if held.kafka is None:
-                changelogs = {cl.topic for cl in task.stores.changelogs.values()}
-                self.writes.add(segments, writer, held.collector.take_tables(), changelogs)
-            else:  # committed with the unit's other tasks (``write_outputs``)
-                state_ = TaskCommittedState.from_dict(committed)
-                run = held.kafka.prepare(held.collector.drain(), state_, marks)
-                self._kafka_runs.append((task_id, held, run))
-            held.pending, held.pending_state = writer, committed
+            stores = task.stores
+            changelogs = {cl.topic for cl in stores.changelogs.values()} if stores else set()
+            # written or committed with the unit's other runs (``write_outputs``)
+            run = commit.prepare(held.collector, committed, marks, writer, changelogs)
+            self._runs.append((task_id, held, run))
+            held.pending = PendingRun(writer, committed)
+            held.lifecycle.to(TaskState.PENDING)
             phases.mark("write")
             local_offsets = task.stores.local_offsets() if task.stores.log is not None else {}
         except BaseException:
-            self._close_active(task_id, None)
+            self._close_active(task_id, CloseReason.FAILED)
             raise
         finally:
             if paused:
                 gc.enable()
         metrics = _delta(before, task.metrics.as_dict())
-        if not self.keep_open and held.kafka is None:  # Kafka: once its unit committed
-            self._close_active(task_id, None)
+        if not self.keep_open and not run.applies_on_commit:  # else once its unit committed
+            self._close_active(task_id, CloseReason.DONE)
             phases.mark("close")
         return {
             "task": task_id,
             "writer": writer,
             "state": committed,
-            "segments": segments,
+            "segments": run.segments,  # filled by ``write_outputs`` (file log)
             "input_records": read,
             "output_records": output_counts,
             "restored_records": metrics.get(RECORDS_RESTORED, 0),
@@ -227,70 +225,43 @@ class TaskHost:
         }
 
     def begin_unit(self, transactional_id: str | None, task_ids: Iterable[str]) -> None:
-        """Kafka: get the producer of the work unit about to run ``task_ids`` (created, and
-        so initialised, when the unit's ``transactional_id`` is new here: that fences its
-        earlier producers and aborts what they left open, before any task restores), and read
-        what Kafka holds for the tasks, in one request. Nothing on other logs."""
-        if not self.log.transactional:
-            return
+        """Before a work unit runs ``task_ids``: drop what an abandoned unit left, and let the
+        log's commit prepare (Kafka: get the producer of the unit's ``transactional_id``,
+        which fences its earlier producers before any task restores, and read what Kafka
+        holds for the tasks, in one request)."""
         self.discard_runs()
-        if self._group is None:
-            self._group = GroupOffsets(self.log, self.config.application_id)
-        exactly_once = self.config.processing_guarantee == "exactly_once"
-        key = transactional_id if exactly_once else None
-        unit = self._units.get(str(key))
-        if unit is None:
-            for old in [k for k in self._units if _same_slot(k, transactional_id)]:
-                self._units.pop(old).close()  # an earlier generation: fenced by the driver
-            unit = KafkaUnitCommit(self.log, self._group, self.config.application_id, key)
-            self._units[str(key)] = unit
-        self._unit = unit
-        app = self.config.application_id
-        partitions = [
-            tp for task in task_ids for tp in source_partitions(self.topology, app, self.log, task)
-        ]
-        self._committed = self._group.committed(partitions)
+        self._commit.begin(transactional_id, task_ids)
 
     def write_outputs(self, writer_id: str) -> float:
         """Write what the runs since the last call produced (file log: two shared files for
         all of them, named by ``writer_id``; Kafka: the unit's transaction) into their
-        reports; returns the milliseconds."""
-        if not self._kafka_runs:
-            return self.writes.write(self.log, writer_id)
+        reports; returns the milliseconds. A run that applies its writes on its unit's
+        commit applies them then, at the offsets the log gave its changelog records (stores
+        hold committed data only); if the write fails, every task of it is closed (its next
+        run reopens it from what was committed)."""
+        runs, self._runs = self._runs, []
+        if not runs:
+            return 0.0
         started = time.perf_counter()
-        self._commit_unit()
-        return (time.perf_counter() - started) * 1000
-
-    def _commit_unit(self) -> None:
-        """Commit the unit's runs in its transaction, then apply each task's writes to its
-        stores (they hold committed data only) at the offsets Kafka gave the records. If the
-        commit fails, every task of it is closed (its next run reopens it from what Kafka
-        holds) and the producer dropped."""
-        runs, self._kafka_runs = self._kafka_runs, []
-        unit = self._unit
-        assert unit is not None
         try:
-            written = unit.commit([run for _, _, run in runs])
+            written = self._commit.write([run for _, _, run in runs], writer_id)
         except BaseException:
             for task_id, _, _ in runs:
-                self._close_active(task_id, None)
-            self._units.pop(str(unit.transactional_id), None)
-            self._unit = None
-            unit.close()
+                self._close_active(task_id, CloseReason.FAILED)
             raise
-        finally:
-            self._committed = None
-        for task_id, held, _ in runs:
-            self._apply_committed(held, written)
-            if not self.keep_open:
-                self._close_active(task_id, None)
+        for task_id, held, run in runs:
+            if run.applies_on_commit:
+                self._apply_committed(held, written)
+                if not self.keep_open:
+                    self._close_active(task_id, CloseReason.DONE)
+        return (time.perf_counter() - started) * 1000
 
     def discard_runs(self) -> None:
-        """Drop the runs a failed work unit did not commit (their tasks are closed)."""
-        runs, self._kafka_runs = self._kafka_runs, []
+        """Drop the runs a failed work unit did not write (their tasks are closed)."""
+        runs, self._runs = self._runs, []
         for task_id, _, _ in runs:
-            self._close_active(task_id, None)
-        self._committed = None
+            self._close_active(task_id, CloseReason.FAILED)
+        self._commit.failed()
 
     def settle(self, winners: dict[str, str]) -> None:
         """The driver's decision for held runs: ``{task: winning writer id}``. A run that won
@@ -300,26 +271,24 @@ class TaskHost:
             held = self._active.get(task_id)
             if held is None or held.pending is None:
                 continue
-            if held.pending != writer:
-                self._close_active(task_id, "another attempt of its batch won")
+            if held.pending.writer != writer:
+                self._close_active(task_id, CloseReason.LOST)
                 continue
-            assert held.pending_state is not None
             stores = held.task.stores
             if stores.log is not None:
                 paused = _pause_cyclic_collector()  # a batch's writes: as many objects again
                 try:
-                    stores.on_committed(TaskCommittedState.from_dict(held.pending_state))
+                    stores.on_committed(TaskCommittedState.from_dict(held.pending.state))
                 finally:
                     if paused:
                         gc.enable()
-            held.state, held.pending, held.pending_state = held.pending_state, None, None
+            held.committed()
 
     def _apply_committed(self, held: _Held, written: dict[tuple[str, int], int]) -> None:
         """A task's run committed in its unit's transaction: apply its writes to the stores at
         the offsets Kafka gave its changelog records (``written``)."""
-        assert held.pending_state is not None
-        committed = held.pending_state
-        state = TaskCommittedState.from_dict(committed)
+        assert held.pending is not None
+        state = TaskCommittedState.from_dict(held.pending.state)
         stores = held.task.stores
         if stores is not None and stores.log is not None:
             ends = {
@@ -329,33 +298,22 @@ class TaskHost:
                 for name, cl in stores.changelogs.items()
             }
             stores.on_committed(state, changelog_ends=ends, sparse=True)
-        held.state, held.pending, held.pending_state = committed, None, None
+        held.committed()
 
-    def _kafka_commit(self, task_id: str) -> KafkaTaskCommit | None:
-        """The Kafka decisions of a task opened now (None on a log without transactions)."""
-        if not self.log.transactional:
-            return None
-        if self._group is None:
-            self._group = GroupOffsets(self.log, self.config.application_id)
-        app = self.config.application_id
-        return KafkaTaskCommit(
-            self.log,
-            self._group,
-            app,
-            task_id,
-            source_partitions(self.topology, app, self.log, task_id),
-            repartition_topics=self._repartition_topics(),
-        )
-
-    def _repartition_topics(self) -> set[str]:
-        app = self.config.application_id
-        return {self.topology.resolve_topic(t, app) for t in self.topology.internal_topics}
-
-    def _open_active(self, task_id: str, state: dict[str, Any], batch: int) -> _Held:
+    def _open_active(
+        self,
+        task_id: str,
+        state: dict[str, Any],
+        batch: int,
+        commit: TaskCommit | None = None,
+    ) -> _Held:
+        """Open an active task at committed ``state`` (``commit``: the task's commit to keep,
+        when it reopens; a new one otherwise)."""
         subtopology, partition = (int(part) for part in task_id.split("_"))
         collector = SegmentCollector(self.log)
         sub = self.topology.subtopology(subtopology)
-        kafka = self._kafka_commit(task_id)
+        if commit is None:
+            commit = self._commit.task(task_id)
         stores = None
         if self.stores_factory is not None and sub.stores:
             stores = self.stores_factory(
@@ -378,23 +336,22 @@ class TaskHost:
         )
         if self.keep_open and stores is not None:
             stores.checkpoint_records = KEPT_CHECKPOINT_RECORDS
-        held = _Held(task, collector, state, kafka=kafka)
+        held = _Held(task, collector, state, commit, Lifecycle(task_id))
         self._active[task_id] = held
         if stores is not None:
             self.opened += 1
         try:
             task.initialize()
         except BaseException:
-            self._close_active(task_id, None)
+            self._close_active(task_id, CloseReason.FAILED)
             raise
         return held
 
-    def _close_active(self, task_id: str, why: str | None) -> None:
+    def _close_active(self, task_id: str, why: CloseReason) -> None:
         held = self._active.pop(task_id, None)
         if held is None:
             return
-        if why is not None:
-            log.info("task %s: closing its open copy (%s)", task_id, why)
+        held.lifecycle.close(why)
         held.task.close()
 
     # ---- standby tasks -------------------------------------------------------------------
@@ -412,7 +369,7 @@ class TaskHost:
         changelog is a source topic may go)."""
         with handover():  # a demoted active copy hands its open databases to the standby
             if task_id in self._active:  # demoted here: its active copy holds the stores
-                self._close_active(task_id, "it became a standby here")
+                self._close_active(task_id, CloseReason.DEMOTED)
             standby = self._standby.get(task_id)
             if standby is None:
                 standby = self._standby[task_id] = self._new_standby(task_id, input_offsets)
@@ -426,13 +383,13 @@ class TaskHost:
                 raise
         try:
             applied = standby.catch_up(deadline, at_least)
-            report = {
-                "local_offsets": standby.local_offsets(),
-                "offset_sum": standby.offset_sum(),
-                "applied": applied,
-                "lag": standby.metrics.get(STANDBY_LAG),
-                "restored_records": standby.metrics.get(RECORDS_RESTORED) - before,
-            }
+            report = StandbyReport(
+                local_offsets=standby.local_offsets(),
+                offset_sum=standby.offset_sum(),
+                applied=applied,
+                lag=standby.metrics.get(STANDBY_LAG),
+                restored_records=standby.metrics.get(RECORDS_RESTORED) - before,
+            ).as_dict()
         except BaseException:
             self._close_standby(task_id)
             raise
@@ -483,8 +440,8 @@ class TaskHost:
         for task_id, state in query.tasks.items():
             stream_time = committed_stream_time(state)
             held = self._active.get(task_id)
-            if held is not None and (held.pending is not None or held.state != state):
-                self._close_active(task_id, "a query found it behind its committed state")
+            if held is not None and not held.at(state):
+                self._close_active(task_id, CloseReason.QUERY_BEHIND)
                 held = None
             if held is not None:
                 store = held.task.stores.get(query.store)
@@ -508,21 +465,15 @@ class TaskHost:
         wanted = set(keep)
         gone = sorted(self.held - wanted)
         for task_id in gone:
-            self._close_active(task_id, None)
+            self._close_active(task_id, CloseReason.RELEASED)
             self._close_standby(task_id)
         return gone
 
     def close(self) -> None:
         """Close every task (held writes not settled are dropped)."""
         self.release(())
-        self._kafka_runs.clear()
-        for unit in self._units.values():
-            unit.close()
-        self._units.clear()
-        self._unit = None
-        if self._group is not None:
-            self._group.close()
-            self._group = None
+        self._runs.clear()
+        self._commit.close()
 
 
 def _already_committed(
@@ -576,15 +527,13 @@ class _Phases:
         self._last = now
 
 
-def _same_slot(transactional_id: str, other: str | None) -> bool:
-    """Whether two work-unit transactional ids name one slot and stage (any generation)."""
-    return other is not None and transactional_id.rpartition("-g")[0] == other.rpartition("-g")[0]
-
-
 def new_global_stores(topology: Topology, config: StreamsConfig) -> GlobalStores:
     """An empty copy of the topology's global tables (filled by ``GlobalStores.update``)."""
     return GlobalStores(
-        topology, config.application_id, config.default_key_serde, config.default_value_serde
+        topology,
+        config.application_id,
+        config.default_key_serde,
+        config.default_value_serde,
     )
 
 

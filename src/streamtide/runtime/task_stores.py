@@ -28,6 +28,7 @@ from streamtide.log.api import Log, LogRecord
 from streamtide.processor.api import StateStore, StateStoreContext
 from streamtide.runtime.collector import send_columns
 from streamtide.runtime.committed import TaskCommittedState, offset_key
+from streamtide.runtime.log_traits import traits_of
 from streamtide.runtime.restore import (
     STANDBY_LAG,
     ChangelogRestorer,
@@ -73,9 +74,9 @@ class TaskStores:
         self.topology = topology
         self.store_names = list(store_names)
         self.log = log_
-        if log_ is not None and log_.transactional:
-            # Kafka: no directory every executor shares for snapshots, and compacted
-            # changelogs cannot be truncated; restores replay the changelog
+        if log_ is not None and not traits_of(log_).snapshots:
+            # (Kafka: no directory every executor shares for snapshots, and compacted
+            # changelogs cannot be truncated; restores replay the changelog)
             snapshots, snapshot_interval = None, 0
         elif snapshots is None and log_ is not None:
             snapshots = default_snapshot_store(log_)
@@ -387,11 +388,6 @@ class TaskStores:
             cl.limit = limit
             applied += self._apply_below_limit(cl)
         return applied
-
-    def refresh_offset_limits(self) -> int:
-        """Set every store's limit to its changelog's committed end."""
-        restorer = self._require_restorer()
-        return sum(self.set_offset_limit(restorer.end(cl), n) for n, cl in self.changelogs.items())
 
     def poll(self, max_records: int | None = None) -> int:
         """Read the changelogs past what is applied or kept (up to their current end) and

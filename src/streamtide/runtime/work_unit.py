@@ -176,8 +176,7 @@ def run_work_unit(
                     task_id, spec.standby_offsets.get(task_id), deadline, REPLICA_STEP
                 )
     except BaseException:
-        host.writes.clear()  # a failed run reports nothing: its outputs stay unwritten
-        host.discard_runs()  # Kafka: nothing of it was sent; its tasks all run again
+        host.discard_runs()  # a failed run reports nothing: nothing of it is written
         raise
     finally:
         if own_host:
