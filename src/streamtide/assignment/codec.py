@@ -78,7 +78,8 @@ class Reader:
         return chunk
 
     def int32(self) -> int:
-        return _INT32.unpack(self._take(4))[0]
+        (value,) = _INT32.unpack(self._take(4))
+        return int(value)
 
     def count(self, item_size: int) -> int:
         n = self.int32()

@@ -117,8 +117,8 @@ def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stag
             )
         )
     for topics, operation in topology.copartition_groups:
-        physical = {topology.resolve_topic(t, app) for t in topics}
-        found = {t: internal_partitions.get(t) or log_.partitions(t) for t in sorted(physical)}
+        grouped = {topology.resolve_topic(t, app) for t in topics}
+        found = {t: internal_partitions.get(t) or log_.partitions(t) for t in sorted(grouped)}
         if len(set(found.values())) > 1:
             raise TopologyError(
                 f"the inputs of {operation} are not co-partitioned "

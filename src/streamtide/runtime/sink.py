@@ -37,8 +37,8 @@ class SinkOperator(ColumnOperator):
         self,
         definition: SinkNodeDef,
         topic: str,
-        key_serde: Serde,
-        value_serde: Serde,
+        key_serde: Serde[Any],
+        value_serde: Serde[Any],
         collector: RecordCollector,
         uses_default_serdes: bool = False,
     ) -> None:
@@ -135,8 +135,8 @@ class TopicChoosingSink(ColumnOperator):
     def __init__(
         self,
         definition: SinkNodeDef,
-        key_serde: Serde,
-        value_serde: Serde,
+        key_serde: Serde[Any],
+        value_serde: Serde[Any],
         collector: RecordCollector,
         uses_default_serdes: bool = False,
     ) -> None:

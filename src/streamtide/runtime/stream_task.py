@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
@@ -63,6 +64,8 @@ log = logging.getLogger(__name__)
 
 class _StoreContext(DelegatingStoreContext):
     """What the task's stores see of it."""
+
+    _task: StreamTask
 
     def __init__(self, task: StreamTask) -> None:
         self._task = task
@@ -110,8 +113,8 @@ class StreamTask:
         application_id: str = "streamtide-app",
         clock: Clock | None = None,
         state_dir: Path | str = "./streamtide-state",
-        default_key_serde: Serde | None = None,
-        default_value_serde: Serde | None = None,
+        default_key_serde: Serde[Any] | None = None,
+        default_value_serde: Serde[Any] | None = None,
         committed: TaskCommittedState | None = None,
         deserialization_handler: str | Handler = "fail",
         processing_handler: str | Handler = "fail",
@@ -265,7 +268,7 @@ class StreamTask:
             operator = node.operator
             if operator is not None:
                 context = NodeContext(self, node)
-                node.call(lambda o=operator, c=context: o.init(c))
+                node.call(partial(operator.init, context))
         self._initialized = True
         return self
 
