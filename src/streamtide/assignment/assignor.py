@@ -18,11 +18,12 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Mapping
 
+from streamtide.task_id import TaskId
+
 from .client_state import ClientState
 from .cluster import Cluster
 from .config import AssignorConfig
 from .result import Assignment, frozen_per_client
-from .task_id import TaskId
 
 
 class _LoadQueue:

@@ -12,8 +12,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 
 from streamtide.errors import StreamtideError, UnsupportedVersionError
-
-from .task_id import TaskId
+from streamtide.task_id import TaskId
 
 _HEADER = struct.Struct(">ii")
 _INT32 = struct.Struct(">i")

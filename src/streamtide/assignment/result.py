@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from .task_id import TaskId
+from streamtide.task_id import TaskId
 
 
 def frozen_per_client(

@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from streamtide.errors import ConfigError
 from streamtide.processor import drops
 from streamtide.processor.api import PunctuationType
+from streamtide.task_id import TaskId
 
 #: Batch and commit durations range from tens of milliseconds to minutes (a catch-up).
 _BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
@@ -133,7 +134,7 @@ class AppMetrics:
     ) -> None:
         """Add one committed stage: its input ``ranges`` per task and its work-unit reports."""
         for task, topics in ranges.items():
-            partition = task.split("_")[1]
+            partition = str(TaskId.parse(task).partition)
             for topic, (start, end) in topics.items():
                 if end > start:
                     self.consumed.labels(topic=topic, partition=partition).inc(end - start)

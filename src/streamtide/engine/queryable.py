@@ -32,6 +32,7 @@ from streamtide.state.session_store import SessionStoreBuilder
 from streamtide.state.stores import KeyValueStoreBuilder
 from streamtide.state.versioned import VersionedKeyValueStoreBuilder, VersionedRecord
 from streamtide.state.window_store import WindowStoreBuilder
+from streamtide.task_id import TaskId
 from streamtide.window import Window, Windowed
 
 #: The builders of the stores ``queryable_kind`` names a kind for.
@@ -59,7 +60,7 @@ class StoreRoute:
 
     @property
     def task_ids(self) -> list[str]:
-        return [f"{self.subtopology}_{p}" for p in range(self.partitions)]
+        return [str(TaskId(self.subtopology, p)) for p in range(self.partitions)]
 
     def key_bytes(self, key: Any) -> bytes:
         if key is None:
@@ -68,7 +69,7 @@ class StoreRoute:
 
     def task_of(self, key_bytes: bytes) -> str:
         """The task holding ``key_bytes`` (the partition a sink would send the key to)."""
-        return f"{self.subtopology}_{partition_for_key(key_bytes, self.partitions)}"
+        return str(TaskId(self.subtopology, partition_for_key(key_bytes, self.partitions)))
 
 
 def store_route(

@@ -56,6 +56,7 @@ from streamtide.runtime.stamping import SourceStamper
 from streamtide.runtime.store_context import DelegatingStoreContext
 from streamtide.runtime.task_stores import TaskStores
 from streamtide.serde import Serde, Serdes, resolve_serde
+from streamtide.task_id import TaskId
 from streamtide.time import UNKNOWN_TIME, Clock, SystemClock
 from streamtide.timestamp_extractor import TimestampExtractor
 
@@ -93,7 +94,7 @@ def task_options(config: StreamsConfig) -> dict[str, Any]:
 
 
 def task_name(subtopology_id: int, partition: int) -> str:
-    return f"{subtopology_id}_{partition}"
+    return str(TaskId(subtopology_id, partition))
 
 
 class StreamTask:
