@@ -27,7 +27,7 @@ failures: they are reported to the task, which stops (handler ``"fail"``) or ski
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from streamtide.errors import UserCodeError, from_infrastructure
 from streamtide.processor.api import Processor
@@ -43,6 +43,16 @@ if TYPE_CHECKING:
 #: What a forward asked for: the record, the input position it was forwarded for (None in a
 #: callback), the child it goes to (None: every child).
 Forwarded = tuple[Record, "int | None", "str | None"]
+
+
+@runtime_checkable
+class BatchStore(Protocol):
+    """A store that can serve a batch's reads and writes from memory (``begin_batch``, False
+    when it cannot) and write them back once (``end_batch``)."""
+
+    def begin_batch(self) -> bool: ...
+
+    def end_batch(self) -> None: ...
 
 
 class AdapterContext(NodeContext):
@@ -86,7 +96,7 @@ class ProcessorAdapter(ColumnOperator):
         self._context = AdapterContext(task, node, self)
         #: hand forwarded records on at once (see the module docstring)
         self.immediate = False
-        self._batch_stores: list[Any] | None = None
+        self._batch_stores: list[BatchStore] | None = None
 
     @property
     def adapter_context(self) -> AdapterContext:
@@ -153,12 +163,12 @@ class ProcessorAdapter(ColumnOperator):
                 store.end_batch()
         self._emit_forwarded(batch)
 
-    def _stores(self) -> list[Any]:
+    def _stores(self) -> list[BatchStore]:
         """The node's stores that can keep a batch in memory (``begin_batch``)."""
         stores = self._batch_stores
         if stores is None:
             found = (self._task.store(name) for name in sorted(self._node.stores))
-            stores = self._batch_stores = [s for s in found if hasattr(s, "begin_batch")]
+            stores = self._batch_stores = [s for s in found if isinstance(s, BatchStore)]
         return stores
 
     def _failed(self, batch: ColumnBatch, p: int, error: Exception, mark: int | None) -> int:
