@@ -53,7 +53,7 @@ class Record:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not Record:
             return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
+        return self._fields() == other._fields()
 
     def __hash__(self) -> int:
         return hash(self._fields())
@@ -80,7 +80,8 @@ class Record:
         return Record(self.key, self.value, self.timestamp, tuple(headers))
 
 
-_set_key = Record.key.__set__  # type: ignore[attr-defined]
-_set_value = Record.value.__set__  # type: ignore[attr-defined]
-_set_timestamp = Record.timestamp.__set__  # type: ignore[attr-defined]
-_set_headers = Record.headers.__set__  # type: ignore[attr-defined]
+# the slots' member descriptors: setting through them skips the frozen __setattr__
+_set_key = vars(Record)["key"].__set__
+_set_value = vars(Record)["value"].__set__
+_set_timestamp = vars(Record)["timestamp"].__set__
+_set_headers = vars(Record)["headers"].__set__

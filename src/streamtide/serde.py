@@ -7,6 +7,7 @@ deprecated ``int()``, ``float()`` and ``windowed()`` keep the bytes they wrote b
 
 from __future__ import annotations
 
+import builtins
 import json
 import json.encoder as json_encoder
 import struct
@@ -31,10 +32,12 @@ _JSON_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
 #: ``_JSON_ENCODER``'s C encoder built once (``encode`` builds one per call), without the
 #: circular-reference check: a failure of any kind redoes the value the full way, which
 #: raises the precise error.
+# CPython's C accelerator (None where it is not built); the stubs do not declare it
+_C_MAKE_ENCODER: Callable[..., Any] | None = getattr(json_encoder, "c_make_encoder", None)
 _JSON_ONE_SHOT = (
     None
-    if json_encoder.c_make_encoder is None
-    else json_encoder.c_make_encoder(
+    if _C_MAKE_ENCODER is None
+    else _C_MAKE_ENCODER(
         None,
         _JSON_ENCODER.default,
         json_encoder.encode_basestring_ascii,
@@ -225,7 +228,7 @@ class StringSerde(Serde[str]):
     def serialize(self, value: str | None) -> bytes | None:
         if value.__class__ is str:  # the common case in one call; the rest as the base does
             try:
-                return value.encode("utf-8")  # type: ignore[union-attr]
+                return value.encode("utf-8")
             except UnicodeError:
                 pass
         return Serde.serialize(self, value)
@@ -233,7 +236,7 @@ class StringSerde(Serde[str]):
     def deserialize(self, data: bytes | None) -> str | None:
         if data.__class__ is bytes:
             try:
-                return data.decode("utf-8")  # type: ignore[union-attr]
+                return data.decode("utf-8")
             except UnicodeError:
                 pass
         return Serde.deserialize(self, data)
@@ -284,7 +287,7 @@ class _FixedSerde(Serde[T]):
     def deserialize(self, data: bytes | None) -> T | None:
         if data.__class__ is bytes:
             try:
-                return self._unpack(data)[0]  # type: ignore[no-any-return]
+                return self._unpack(data)[0]
             except struct.error:
                 pass
         return Serde.deserialize(self, data)
@@ -402,7 +405,9 @@ class JsonSerde(Serde[Any]):
             return decoded
         # The decoder's scanner parses one value; text it does not consume entirely (white
         # space around the value, or anything invalid) goes through the full decoder.
-        scan, decode = _JSON_DECODER.scan_once, _JSON_DECODER.decode
+        # scan_once is set by JSONDecoder.__init__ and absent from the stubs
+        scan = _JSON_DECODER.scan_once  # type: ignore[attr-defined]
+        decode = _JSON_DECODER.decode
         text = _joined_text(items)
         if text is not None:
             # the common case in C loops: each text scanned whole as one value (a scan that
@@ -414,7 +419,7 @@ class JsonSerde(Serde[Any]):
             # one scan per value through the joined text (decoded once); no value can run
             # into the next one: the NUL between them is invalid JSON wherever it appears
             size = len(text)
-            values = []
+            values: list[Any] = []
             append = values.append
             start = 0
             for _ in range(len(items)):
@@ -431,7 +436,7 @@ class JsonSerde(Serde[Any]):
                 append(decode(text[start:end]))
                 start = end + 1
             return values
-        out = []
+        out: list[Any] = []
         for data in items:
             if data is None:
                 out.append(None)
@@ -650,7 +655,9 @@ class Serdes:
 
     @staticmethod
     def from_functions(
-        to_bytes: Callable[[Any], bytes], from_bytes: Callable[[bytes], Any], name: str = "custom"
+        to_bytes: Callable[[Any], builtins.bytes],
+        from_bytes: Callable[[builtins.bytes], Any],
+        name: str = "custom",
     ) -> Serde[Any]:
         """A serde from two functions, for user types."""
         return FunctionSerde(to_bytes, from_bytes, name)

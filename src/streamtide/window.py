@@ -41,12 +41,12 @@ class Window(_Frozen):
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not Window:
             return NotImplemented
-        return self.start == other.start and self.end == other.end  # type: ignore[attr-defined]
+        return self.start == other.start and self.end == other.end
 
     def __lt__(self, other: object) -> bool:
         if other.__class__ is not Window:
             return NotImplemented
-        return (self.start, self.end) < (other.start, other.end)  # type: ignore[attr-defined]
+        return (self.start, self.end) < (other.start, other.end)
 
     def __hash__(self) -> int:
         return hash((self.start, self.end))
@@ -58,8 +58,9 @@ class Window(_Frozen):
         return f"Window({self.start}, {self.end})"
 
 
-_set_start = Window.start.__set__  # type: ignore[attr-defined]
-_set_end = Window.end.__set__  # type: ignore[attr-defined]
+# the slots' member descriptors: setting through them skips the frozen __setattr__
+_set_start = vars(Window)["start"].__set__
+_set_end = vars(Window)["end"].__set__
 
 
 class Windowed(_Frozen, Generic[K]):
@@ -69,6 +70,7 @@ class Windowed(_Frozen, Generic[K]):
 
     key: Any
     window: Window
+    _hash: int | None
 
     def __init__(self, key: Any, window: Window) -> None:
         _set_wkey(self, key)
@@ -78,7 +80,7 @@ class Windowed(_Frozen, Generic[K]):
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not Windowed:
             return NotImplemented
-        return self.key == other.key and self.window == other.window  # type: ignore[attr-defined]
+        return self.key == other.key and self.window == other.window
 
     def __hash__(self) -> int:
         cached = self._hash
@@ -95,6 +97,6 @@ class Windowed(_Frozen, Generic[K]):
         return f"Windowed({self.key!r}, {self.window!r})"
 
 
-_set_wkey = Windowed.key.__set__  # type: ignore[attr-defined]
-_set_window = Windowed.window.__set__  # type: ignore[attr-defined]
-_set_hash = Windowed._hash.__set__  # type: ignore[attr-defined]
+_set_wkey = vars(Windowed)["key"].__set__
+_set_window = vars(Windowed)["window"].__set__
+_set_hash = vars(Windowed)["_hash"].__set__

@@ -1,7 +1,10 @@
 """Task assignment: the sticky, cooperative assignor and its versioned metadata records.
 
-A pure layer: it depends on nothing in Streamtide but ``streamtide.errors``.
+A pure layer: it depends on nothing in Streamtide but ``streamtide.errors`` and
+``streamtide.task_id``.
 """
+
+from streamtide.task_id import TaskId
 
 from .assignor import assign
 from .client_state import ClientState
@@ -9,7 +12,6 @@ from .codec import CorruptMetadataError, peek_versions
 from .config import AssignorConfig
 from .metadata import LATEST_VERSION, AssignmentInfo, SubscriptionInfo
 from .result import Assignment
-from .task_id import TaskId
 
 __all__ = [
     "LATEST_VERSION",

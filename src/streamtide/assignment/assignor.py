@@ -18,11 +18,12 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Mapping
 
+from streamtide.task_id import TaskId
+
 from .client_state import ClientState
 from .cluster import Cluster
 from .config import AssignorConfig
-from .result import Assignment
-from .task_id import TaskId
+from .result import Assignment, frozen_per_client
 
 
 class _LoadQueue:
@@ -226,9 +227,9 @@ def assign(
     for task, cid in active.items():
         per_client[cid].add(task)
     return Assignment(
-        active=per_client,
-        standby=standby,
-        warmup=warmup,
+        active=frozen_per_client(per_client),
+        standby=frozen_per_client(standby),
+        warmup=frozen_per_client(warmup),
         followup_needed=bool(learners),
-        learners=placed,
+        learners=frozen_per_client(placed),
     )

@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from streamtide.errors import ConfigError
-
-from .task_id import TaskId
+from streamtide.task_id import TaskId
 
 
 def _task_set(name: str, tasks: Iterable[TaskId]) -> frozenset[TaskId]:

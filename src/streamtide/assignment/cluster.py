@@ -10,10 +10,10 @@ import math
 from collections.abc import Iterable, Mapping
 
 from streamtide.errors import ConfigError
+from streamtide.task_id import TaskId
 
 from .client_state import ClientState
 from .config import AssignorConfig
-from .task_id import TaskId
 
 
 def _task_list(name: str, tasks: Iterable[TaskId]) -> list[TaskId]:

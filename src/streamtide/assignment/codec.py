@@ -12,8 +12,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 
 from streamtide.errors import StreamtideError, UnsupportedVersionError
-
-from .task_id import TaskId
+from streamtide.task_id import TaskId
 
 _HEADER = struct.Struct(">ii")
 _INT32 = struct.Struct(">i")
@@ -78,7 +77,8 @@ class Reader:
         return chunk
 
     def int32(self) -> int:
-        return _INT32.unpack(self._take(4))[0]
+        (value,) = _INT32.unpack(self._take(4))
+        return int(value)
 
     def count(self, item_size: int) -> int:
         n = self.int32()

@@ -17,10 +17,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from streamtide.task_id import TaskId
+
 from .client_state import ClientState
 from .codec import INT32_MAX, INT64_MAX, Writer, check_int, check_version, open_record
 from .result import Assignment
-from .task_id import TaskId
 
 LATEST_VERSION = 2
 

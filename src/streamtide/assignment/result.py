@@ -6,10 +6,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from .task_id import TaskId
+from streamtide.task_id import TaskId
 
 
-def _frozen(per_client: Mapping[str, Iterable[TaskId]]) -> Mapping[str, frozenset[TaskId]]:
+def frozen_per_client(
+    per_client: Mapping[str, Iterable[TaskId]],
+) -> Mapping[str, frozenset[TaskId]]:
+    """A read-only copy of a per-client task collection, clients in sorted order."""
     return MappingProxyType({c: frozenset(per_client[c]) for c in sorted(per_client)})
 
 
@@ -33,10 +36,10 @@ class Assignment:
     learners: Mapping[str, frozenset[TaskId]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "active", _frozen(self.active))
-        object.__setattr__(self, "standby", _frozen(self.standby))
-        object.__setattr__(self, "warmup", _frozen(self.warmup))
-        object.__setattr__(self, "learners", _frozen(self.learners))
+        object.__setattr__(self, "active", frozen_per_client(self.active))
+        object.__setattr__(self, "standby", frozen_per_client(self.standby))
+        object.__setattr__(self, "warmup", frozen_per_client(self.warmup))
+        object.__setattr__(self, "learners", frozen_per_client(self.learners))
 
     __hash__ = None  # type: ignore[assignment]  # holds mappings
 

@@ -188,6 +188,8 @@ def _show(console, log, progress, elapsed: float, events: int, distinct: int) ->
     for partition in range(log.partitions(demo_app.SESSIONS)):
         for record in log.read(demo_app.SESSIONS, partition):
             key = key_serde.deserialize(record.key)
+            if key is None:  # every session has a key
+                continue
             sessions[(key.key, key.window.start, key.window.end)] = count_serde.deserialize(
                 record.value
             )
@@ -209,9 +211,10 @@ def _show(console, log, progress, elapsed: float, events: int, distinct: int) ->
     minutes: dict[int, Counter] = defaultdict(Counter)
     for partition in range(log.partitions(demo_app.SUMMARY)):
         for record in log.read(demo_app.SUMMARY, partition):
-            minutes[Serdes.long().deserialize(record.key)].update(
-                Serdes.json().deserialize(record.value)
-            )
+            minute = Serdes.long().deserialize(record.key)
+            if minute is None:  # every summary row has a minute
+                continue
+            minutes[minute].update(Serdes.json().deserialize(record.value))
     summary = Table(title="clicks per page per minute of stream time (first 10 minutes, UTC)")
     summary.add_column("minute", justify="right")
     for page in demo_app.PAGES:

@@ -59,6 +59,7 @@ def write_clicks(log: Log, events: list[tuple[str, dict[str, Any]]], partitions:
     by_partition: dict[int, list[LogRecord]] = {p: [] for p in range(partitions)}
     for user, event in events:
         key = key_serde.serialize(user)
+        assert key is not None  # a user name is a str
         record = LogRecord(key, value_serde.serialize(event), event["ts"])
         by_partition[partition_for_key(key, partitions)].append(record)
     for partition, records in by_partition.items():

@@ -153,7 +153,7 @@ def _flag(name: str) -> str:
 def config_options(func: F) -> F:
     """Add one option per StreamsConfig setting (unset options are None)."""
     for f in reversed(fields(StreamsConfig)):
-        default = f.default if f.default is not MISSING else f.default_factory()  # type: ignore[misc]
+        default = f.default if f.default is not MISSING else f.default_factory()
         shown = default.name if isinstance(default, Serde) else default
         if f.name == "log":
             func = click.option(

@@ -112,7 +112,8 @@ class StreamAggregateOperator(ColumnOperator):
                         if raw is None:
                             new = 1
                         else:
-                            new = (deserialize(raw) if old is UNREAD else old) + 1
+                            count = deserialize(raw) if old is UNREAD else old
+                            new = count + 1  # type: ignore[operator]  # stored counts are ints
                             if timestamp > t:
                                 t = timestamp
                     elif raw is None:

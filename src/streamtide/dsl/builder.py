@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import TYPE_CHECKING
 
 from streamtide.dsl.params import Consumed, Materialized
@@ -39,18 +40,20 @@ class StreamsBuilder:
 
         consumed = consumed or Consumed()
         name = consumed.name or self.new_name("KSTREAM-SOURCE-")
-        serdes = {
-            "key_serde": consumed.key_serde,
-            "value_serde": consumed.value_serde,
-            "timestamp_extractor": consumed.timestamp_extractor,
-        }
+        add_source = partial(
+            self.topology.add_source,
+            name,
+            key_serde=consumed.key_serde,
+            value_serde=consumed.value_serde,
+            timestamp_extractor=consumed.timestamp_extractor,
+        )
         if isinstance(topics, re.Pattern):
-            self.topology.add_source(name, pattern=topics, **serdes)
+            add_source(pattern=topics)
             return KStream(self, name, consumed.key_serde, consumed.value_serde)
         topic_list = [topics] if isinstance(topics, str) else list(topics)
         if not topic_list:
             raise TopologyError("stream() needs at least one topic")
-        self.topology.add_source(name, *topic_list, **serdes)
+        add_source(*topic_list)
         return KStream(self, name, consumed.key_serde, consumed.value_serde)
 
     def table(

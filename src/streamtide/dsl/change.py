@@ -46,7 +46,7 @@ class ChangeSerde(Serde[Any]):
     of ``inner``. Used by the repartition topic of ``KTable.group_by``."""
 
     def __init__(self, inner: Serde[Any] | None) -> None:
-        self.inner = inner  # type: ignore[assignment]
+        self.inner = inner
         self.name = f"change of {inner.name if inner is not None else 'the default serde'}"
 
     @property
@@ -59,9 +59,11 @@ class ChangeSerde(Serde[Any]):
 
     def _to_bytes(self, change: Any) -> bytes:
         change = as_change(change)
+        inner = self.inner
+        assert inner is not None, "resolve_serde gives it the default value serde first"
         parts = []
         for value in (change.new, change.old):
-            raw = None if value is None else self.inner.serialize(value)
+            raw = None if value is None else inner.serialize(value)
             if raw is None:
                 parts.append(_LENGTH.pack(-1))
             else:
@@ -69,7 +71,9 @@ class ChangeSerde(Serde[Any]):
         return b"".join(parts)
 
     def _from_bytes(self, data: bytes) -> Change:
-        values = []
+        inner = self.inner
+        assert inner is not None, "resolve_serde gives it the default value serde first"
+        values: list[Any] = []
         at = 0
         for _ in range(2):
             if len(data) < at + _LENGTH.size:
@@ -81,7 +85,7 @@ class ChangeSerde(Serde[Any]):
                 continue
             if len(data) < at + length:
                 raise SerdeError(f"a serialized change is truncated ({len(data)} bytes)")
-            values.append(self.inner.deserialize(data[at : at + length]))
+            values.append(inner.deserialize(data[at : at + length]))
             at += length
         return Change(values[0], values[1])
 

@@ -18,6 +18,7 @@ the order record-at-a-time processing does. Records with a None key or value are
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.params import Materialized, Named, ensure_callable, named_of
@@ -77,7 +78,7 @@ class CogroupInputs:
                 if named
                 else builder.new_name("COGROUPKSTREAM-AGGREGATE-")
             )
-            topology.add_processor(tag, lambda i=index: CogroupTagOperator(i), source.node)
+            topology.add_processor(tag, partial(CogroupTagOperator, index), source.node)
             tags.append(tag)
         topology.add_copartition_group(
             {t for source in sources for t in topology.upstream_source_topics(source.node)},
@@ -163,4 +164,4 @@ class WindowedCogroupedKStream:
         """``aggregate(initializer, materialized=None, named=None)``; session windows take
         ``aggregate(initializer, session_merger, materialized=None, named=None)``."""
         ensure_callable(initializer, "initializer")
-        return self._windowed.aggregate(initializer, self._inputs.aggregator, *args, **kwargs)  # type: ignore[no-any-return]
+        return self._windowed.aggregate(initializer, self._inputs.aggregator, *args, **kwargs)

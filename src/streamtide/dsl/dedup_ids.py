@@ -143,7 +143,7 @@ class DedupIds:
             key_bytes = self.key_serde.serialize(key)  # type: ignore[union-attr]
             id_bytes = _serialize_id(self.id_serde, dedup_id, self.operation, self.typed_ids)  # type: ignore[arg-type]
             return _U32.pack(len(key_bytes)) + key_bytes + id_bytes  # type: ignore[arg-type, operator]
-        return key  # type: ignore[no-any-return]  # deduplicate: the id bytes are the key
+        return key  # deduplicate: the id bytes are the key
 
     def restore(self, pair: bytes) -> tuple[Any, Any]:
         """``deduplicate``: the original key and value from a repartition record's value."""

@@ -111,7 +111,7 @@ class DeduplicateOperator(ColumnOperator):
                             if low <= ts <= high:
                                 if mine is None:
                                     mine = (topic, partition, offsets[p])
-                                if origin == mine and mine[2] is not None:
+                                if mine[2] is not None and origin == mine:
                                     own = True  # a reprocessed record passes again
                                     break
                         if mine is not None:
@@ -122,11 +122,14 @@ class DeduplicateOperator(ColumnOperator):
                             continue
                     if t >= cutoff:  # a late record is forwarded but not stored
                         offset = offsets[p]
-                        origin = None if offset is None else (topic, partition, offset)
+                        # records read from a topic have an origin; others have none
+                        origin = (
+                            None if offset is None or topic is None else (topic, partition, offset)
+                        )
                         if len(entries) > 8:
                             entries[:] = [e for e in entries if e[0] >= cutoff]
-                        entries.append((t, origin))  # type: ignore[arg-type]
-                        stored[(ident, t)] = origin  # type: ignore[assignment]
+                        entries.append((t, origin))
+                        stored[(ident, t)] = origin
                     forward(p)
                 start = n
             except Exception as error:

@@ -30,6 +30,9 @@ from streamtide.processor.column_batch import ColumnBatch, EmittedRows
 from streamtide.processor.operator import ColumnOperator
 from streamtide.window import Window, Windowed
 
+#: A live session: end, start and its serialized value (None: the serde wrote none).
+_Session = tuple[int, int, "bytes | None"]
+
 
 class _DistinctOperator(ColumnOperator):
     """The store, the record cache and the output a distinct operator shares."""
@@ -133,7 +136,7 @@ class SessionWindowDistinctOperator(_DistinctOperator):
         store, kept = self.store, self._kept
         serde = kept.value_serde
         #: per key ident: its bytes and its sessions as (end, start, serialized value), sorted
-        sessions_of: dict[Any, tuple[bytes, list[tuple[int, int, bytes]]]] = {}
+        sessions_of: dict[Any, tuple[bytes, list[_Session]]] = {}
         #: (stream time, serialized key, start, end, serialized value or None)
         updates: list[tuple[int, bytes, int, int, bytes | None]] = []
         nulls = late = 0
@@ -191,7 +194,7 @@ class SessionWindowDistinctOperator(_DistinctOperator):
         self._finish(batch, out, nulls, 0)
 
 
-def _insert(sessions: list[tuple[int, int, bytes]], session: tuple[int, int, bytes]) -> None:
+def _insert(sessions: list[_Session], session: _Session) -> None:
     """Add ``session`` keeping the list in end-then-start order."""
     sessions.append(session)
     if len(sessions) > 1 and sessions[-2][:2] > session[:2]:

@@ -17,7 +17,7 @@ batch touches and written back once (``dsl.fk_join`` builds the topology).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from streamtide.dsl.change import Change, as_change
 from streamtide.dsl.fk_wire import (
@@ -43,6 +43,9 @@ from streamtide.serde import Serde
 from streamtide.state.timestamped import decode, encode
 
 _SUBSCRIPTIONS = SubscriptionSerde()
+#: A subscription is never None: written, it is bytes; read back, a Subscription.
+_write_subscription = cast(Callable[[Subscription], bytes], _SUBSCRIPTIONS.serialize)
+_read_subscription = cast(Callable[[bytes], Subscription], _SUBSCRIPTIONS.deserialize)
 
 
 def _serde(context: ProcessorContext, serde: Serde | None, key: bool) -> Serde:
@@ -51,6 +54,14 @@ def _serde(context: ProcessorContext, serde: Serde | None, key: bool) -> Serde:
         return serde
     default: Serde = getattr(context, "default_key_serde" if key else "default_value_serde")
     return default
+
+
+#: A serializer of values that are never None here (keys, foreign keys): it gives bytes.
+KeyWriter = Callable[[Any], bytes]
+
+
+def _key_writer(context: ProcessorContext, serde: Serde | None) -> KeyWriter:
+    return cast(KeyWriter, _serde(context, serde, True).serialize)
 
 
 class SubscriptionSendOperator(ColumnOperator):
@@ -89,9 +100,9 @@ class SubscriptionSendOperator(ColumnOperator):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.serialize_key = _serde(context, self.key_serde, True).serialize
+        self.serialize_key = _key_writer(context, self.key_serde)
         self.serialize_value = _serde(context, self.value_serde, False).serialize
-        self.serialize_foreign_key = _serde(context, self.foreign_key_serde, True).serialize
+        self.serialize_foreign_key = _key_writer(context, self.foreign_key_serde)
 
     def process_batch(self, batch: ColumnBatch) -> None:
         keys, values, timestamps = batch.keys, batch.values, batch.timestamps
@@ -177,7 +188,7 @@ class SubscriptionOperator(ColumnOperator):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.store = context.get_state_store(self.store_name).inner
-        self.serialize_foreign_key = _serde(context, self.foreign_key_serde, True).serialize
+        self.serialize_foreign_key = _key_writer(context, self.foreign_key_serde)
         self.deserialize_key = _serde(context, self.key_serde, True).deserialize
         self.stored, self.lookup = view_lookup(context, self.foreign)
 
@@ -225,7 +236,7 @@ class SubscriptionOperator(ColumnOperator):
                         if instruction in (DELETE_KEY_AND_PROPAGATE, DELETE_KEY_NO_PROPAGATE):
                             written[store_key] = None
                         else:
-                            raw = _SUBSCRIPTIONS.serialize(subscription)
+                            raw = _write_subscription(subscription)
                             written[store_key] = encode(raw, timestamps[p])
                     if instruction == DELETE_KEY_NO_PROPAGATE:
                         continue
@@ -267,7 +278,7 @@ class ForeignTableJoinOperator(ColumnOperator):
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
         self.store = context.get_state_store(self.store_name).inner
-        self.serialize_foreign_key = _serde(context, self.foreign_key_serde, True).serialize
+        self.serialize_foreign_key = _key_writer(context, self.foreign_key_serde)
         self.deserialize_key = _serde(context, self.key_serde, True).deserialize
 
     def process_batch(self, batch: ColumnBatch) -> None:
@@ -309,7 +320,7 @@ class ForeignTableJoinOperator(ColumnOperator):
         return [
             (
                 deserialize_key(primary_key_bytes(store_key)),
-                _SUBSCRIPTIONS.deserialize(decode(raw)[0]),
+                _read_subscription(decode(raw)[0]),
             )
             for store_key, raw in self.store.prefix_scan(prefix)
         ]

@@ -130,7 +130,7 @@ class ResponseSerde(Serde[Response]):
     task's default value serde when None)."""
 
     def __init__(self, inner: Serde[Any] | None) -> None:
-        self.inner = inner  # type: ignore[assignment]
+        self.inner = inner
         self.name = f"foreign-key response of {inner.name if inner is not None else 'default'}"
 
     @property
@@ -142,6 +142,7 @@ class ResponseSerde(Serde[Response]):
         return ResponseSerde(inner)
 
     def _to_bytes(self, value: Response) -> bytes:
+        assert self.inner is not None, "resolve_serde gives it the default value serde first"
         foreign = self.inner.serialize(value.foreign_value)
         # the instruction byte says whether a foreign value follows (b"" may be one)
         header = _pack_header(foreign is not None, value.value_hash, value.primary_partition)
@@ -149,6 +150,7 @@ class ResponseSerde(Serde[Response]):
 
     def _from_bytes(self, data: bytes) -> Response:
         present, hashed, partition, at = _unpack_header(data, "response")
+        assert self.inner is not None, "resolve_serde gives it the default value serde first"
         foreign = self.inner.deserialize(bytes(data[at:])) if present else None
         return Response(hashed, foreign, partition)
 

@@ -76,8 +76,8 @@ class StoredLookup:
                         key_bytes = serialize(key)
                         if key_bytes in found:
                             raw = found[key_bytes]
-                        else:
-                            raw = found[key_bytes] = read(key_bytes)
+                        else:  # a key its serde writes as None matches nothing
+                            raw = found[key_bytes] = None if key_bytes is None else read(key_bytes)
                     kept.append(p)
                     raws.append(raw)
                 start = n

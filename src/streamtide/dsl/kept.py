@@ -62,7 +62,7 @@ class KeptState:
         """What to keep next to a value's bytes: itself, or ``UNREAD``."""
         return value if value.__class__ in self.exact else UNREAD
 
-    def read(self, raw: bytes, kept: Any) -> Any:
+    def read(self, raw: bytes | None, kept: Any) -> Any:
         """A kept value: itself, or deserialized from its bytes."""
         return self.value_serde.deserialize(raw) if kept is UNREAD else kept
 

@@ -17,7 +17,7 @@ from streamtide.dsl.params import (
 )
 from streamtide.dsl.printed import Printed, PrintOperator
 from streamtide.errors import TopologyError
-from streamtide.processor.api import ProcessorSupplier
+from streamtide.processor.api import NodeSupplier, ProcessorSupplier
 from streamtide.processor.nodes import Partitioner
 from streamtide.processor.topic_name import TopicChooser
 from streamtide.serde import Serde
@@ -57,7 +57,7 @@ class KStream:
     def _add(
         self,
         prefix: str,
-        supplier: ProcessorSupplier,
+        supplier: NodeSupplier,
         named: Named | str | None,
         *,
         key_changed: bool = False,

@@ -263,7 +263,13 @@ class KTable:
             name = builder.new_name("KTABLE-SUPPRESS-")
             store_name = builder.new_name("KTABLE-SUPPRESS-STATE-STORE-")
         origin = SuppressOrigin(self)
-        wait = self.window_close_ms if suppressed.final_results else suppressed.time_limit_ms
+        close_ms = self.window_close_ms
+        # a final-results suppression has a windowed table (checked above)
+        wait = (
+            close_ms
+            if suppressed.final_results and close_ms is not None
+            else suppressed.time_limit_ms
+        )
         key_serde, value_serde = self.key_serde, self.value_serde
         windowed = self.window_close_ms is not None
         builder.topology.add_processor(
@@ -342,7 +348,7 @@ class KTable:
     def _join(
         self,
         other: KTable,
-        joiner: Callable[[Any, Any], Any],
+        joiner: Callable[..., Any],  # the foreign-key extractor in the foreign-key form
         named: Any,
         materialized: Any,
         options: tuple[Any, ...],

@@ -40,7 +40,7 @@ from streamtide.window import Window, Windowed
 #: A live session in memory: end, start, serialized aggregate, and the aggregate itself when
 #: deserializing the bytes is known to give it back (else ``UNREAD``). Tuples sort by end,
 #: then start, which are unique among a key's sessions.
-Session = tuple[int, int, bytes, Any]
+Session = tuple[int, int, "bytes | None", Any]
 
 Aggregator = Callable[[Any, Any, Any], Any]
 
@@ -118,7 +118,7 @@ class SessionAggregateOperator(ColumnOperator):
         start = end = t
         initializer = self.initializer
         if self._kept.counting:  # count's functions, inlined: the same additions in the same order
-            agg = 0
+            agg: Any = 0
             for s_end, s_start, s_agg, s_value in merged:
                 if s_start < start:
                     start = s_start

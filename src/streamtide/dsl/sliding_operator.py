@@ -205,7 +205,7 @@ class SlidingWindowAggregateOperator(ColumnOperator):
     def _read(self, entry: Entry) -> tuple[Any, int]:
         """A window's aggregate as a store read gives it (a new object for a row)."""
         raw, kept, timestamp = entry
-        return self._kept.read(raw, kept), timestamp  # type: ignore[arg-type]
+        return self._kept.read(raw, kept), timestamp
 
     def _put(self, windows: KeyWindows, start: int, value: Any, timestamp: int, now: int) -> None:
         """Record a window's new aggregate (None deletes it)."""

@@ -20,7 +20,7 @@ would be negative): they go to the window ``[0, difference]``. A window too old 
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from streamtide.dsl.kept import UNREAD
 from streamtide.processor.column_batch import ColumnBatch, EmittedRows
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 Entry = tuple["bytes | None", Any, int]
 #: A window's aggregate as a row sees it: the value and the timestamp (None: no aggregate
 #: yet, as ``reduce``'s fresh windows).
-Agg = "tuple[Any, int] | None"
+Agg: TypeAlias = "tuple[Any, int] | None"
 
 
 class KeyWindows:
@@ -99,7 +99,7 @@ class SlidingRow:
         op, windows, t = self.op, self.windows, self.t
         difference = op.difference
         low = max(0, t - 2 * difference, self.now - op._live_for)
-        left_agg: Agg = None
+        left_agg: Lazy | None = None
         right_agg: Agg = None
         left_exists = right_exists = False
         previous: int | None = None
@@ -153,8 +153,8 @@ class SlidingRow:
         for start in seen:
             if start == 0:
                 combined, has_combined = op._read(entries[start]), True
-                if combined[1] < t:  # type: ignore[index]
-                    previous = combined[1]  # type: ignore[index]
+                if combined[1] < t:
+                    previous = combined[1]
             elif start <= t:
                 right_agg = op._read(entries[start])
                 self.update(start, right_agg)

@@ -27,8 +27,8 @@ from typing import Any, NamedTuple
 from streamtide.dsl.change import Change, as_change
 from streamtide.dsl.kept import StagedWrites
 from streamtide.dsl.suppressed import BufferFull, Suppressed
-from streamtide.errors import BufferFullError, SerdeError
-from streamtide.processor.api import ProcessorContext
+from streamtide.errors import BufferFullError, SerdeError, TopologyError
+from streamtide.processor.api import DefaultSerdes, ProcessorContext
 from streamtide.processor.column_batch import ColumnBatch
 from streamtide.processor.operator import ColumnOperator
 from streamtide.serde import Serde, WindowedSerde
@@ -253,6 +253,8 @@ class SuppressOperator(ColumnOperator):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
+        if not isinstance(context, DefaultSerdes):
+            raise TopologyError(f"suppress {self.node!r}: the task context has no default serdes")
         if self.key_serde is None:
             default = context.default_key_serde
             self.key_serde = WindowedSerde(default) if self.windowed else default
@@ -286,7 +288,7 @@ class SuppressOperator(ColumnOperator):
                     change = as_change(value)
                     buffer.put(
                         time,
-                        serialize_key(key),
+                        serialize_key(key),  # type: ignore[arg-type]  # a non-None key has bytes
                         timestamp,
                         tuple(headers[p] or ()),
                         None if change.old is None else serialize_value(change.old),

@@ -102,6 +102,7 @@ class StreamTableJoinOperator(ColumnOperator):
     def _computed(self, rows: ColumnBatch) -> tuple[list[int], list[Any]]:
         """Each row's table value, looked up row by row (a computed table)."""
         lookup = self.lookup
+        assert lookup is not None  # a computed table is looked up row by row
 
         def table_value(key: Any) -> Any:
             stored = None if key is None else lookup(key)

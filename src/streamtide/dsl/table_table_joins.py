@@ -63,7 +63,7 @@ class JoinOrigin(TableOrigin):
         if self.left.origin.enable_sending_old_values(True) and (
             self.right.origin.enable_sending_old_values(True)
         ):
-            self.send_old_values = True
+            self._sends_old_values = True
         return self.send_old_values
 
     def view(self) -> TableView:
@@ -134,11 +134,12 @@ class TableJoinSideOperator(ColumnOperator):
             found, others = stored.values(self, rows, found, entries)
             return found, others, [stamps.get(p, NO_TIMESTAMP) for p in found]
         lookup = self.lookup
+        assert lookup is not None  # view_lookup gives a store or a lookup
         ok, looked = call_rows(self, rows, lookup, rows.keys)
         found = list(range(len(rows))) if ok is None else ok
         others = [None if entry is None else entry.value for entry in looked]
-        stamps = [NO_TIMESTAMP if entry is None else entry.timestamp for entry in looked]
-        return found, others, stamps
+        times = [NO_TIMESTAMP if entry is None else entry.timestamp for entry in looked]
+        return found, others, times
 
     def process_batch(self, batch: ColumnBatch) -> None:
         rows = batch.take([p for p, key in enumerate(batch.keys) if key is not None])
@@ -245,7 +246,7 @@ class TableJoinMergeOperator(ColumnOperator):
         if changed:
             inner.put_all(
                 [
-                    (key_bytes, None if found[key_bytes] is None else encode(found[key_bytes], t))
+                    (key_bytes, None if (raw := found[key_bytes]) is None else encode(raw, t))
                     for key_bytes, t in changed.items()
                 ]
             )

@@ -62,7 +62,7 @@ def store_view(store_name: str) -> TableView:
     """Look keys up in a timestamped key-value store."""
 
     def make(context: ProcessorContext) -> Getter:
-        return context.get_state_store(store_name).get_with_timestamp  # type: ignore[no-any-return]
+        return context.get_state_store(store_name).get_with_timestamp
 
     return TableView((store_name,), make, store_name)
 
@@ -71,10 +71,10 @@ def versioned_view(store_name: str) -> TableView:
     """Look keys up in a versioned store: the latest version, or the one valid at a time."""
 
     def make(context: ProcessorContext) -> Getter:
-        return context.get_state_store(store_name).get_with_timestamp  # type: ignore[no-any-return]
+        return context.get_state_store(store_name).get_with_timestamp
 
     def make_as_of(context: ProcessorContext) -> AsOfGetter:
-        return context.get_state_store(store_name).get_as_of_with_timestamp  # type: ignore[no-any-return]
+        return context.get_state_store(store_name).get_as_of_with_timestamp
 
     return TableView((store_name,), make, None, make_as_of)
 
@@ -155,11 +155,15 @@ class TableOrigin:
     materialized; ``send_old_values`` once an operator downstream needs old values."""
 
     store_name: str | None = None
-    send_old_values: bool = False
+    _sends_old_values: bool = False
+
+    @property
+    def send_old_values(self) -> bool:
+        return self._sends_old_values
 
     def enable_sending_old_values(self, force: bool) -> bool:
         if self.store_name is not None:
-            self.send_old_values = True
+            self._sends_old_values = True
         return self.send_old_values
 
     def view(self) -> TableView:
@@ -190,7 +194,7 @@ class AggregationOrigin(StoreOrigin):
         super().__init__(store_name)
         self.asked = False
 
-    @property  # type: ignore[override]
+    @property
     def send_old_values(self) -> bool:
         return self.asked
 
@@ -224,7 +228,7 @@ class DerivedOrigin(TableOrigin):
         # Like Kafka: a derived table sends old values when its parent already does.
         self.asked = parent.origin.enable_sending_old_values(False)
 
-    @property  # type: ignore[override]
+    @property
     def send_old_values(self) -> bool:
         """Asked to, and able to: from its own store, or from its parent's old values (read
         when the task is built: a parent may have withdrawn its answer since)."""
@@ -252,7 +256,7 @@ class SuppressOrigin(TableOrigin):
         parent.origin.enable_sending_old_values(False)
         self.asked = False
 
-    @property  # type: ignore[override]
+    @property
     def send_old_values(self) -> bool:
         """Read when the task is built, like ``DerivedOrigin.send_old_values``."""
         return self.asked and self.parent.origin.send_old_values

@@ -64,6 +64,8 @@ class TimeWindowAggregateOperator(ColumnOperator):
 
     #: whether this is the emit-final form (it emits before a row, and never per update)
     emits_final = False
+    #: the emit-final form's close index (its ``init`` opens it)
+    index: CloseIndex
 
     def __init__(
         self,
@@ -159,7 +161,7 @@ class TimeWindowAggregateOperator(ColumnOperator):
                         continue
                     t = timestamps[p]
                     now = stream_times[p]
-                    if final and now - grace - size >= index.due_from:  # type: ignore[union-attr]
+                    if final and now - grace - size >= index.due_from:  # type: ignore[union-attr]  # final: set
                         self._emit_due(out, p, now)
                     closed_before = now - grace
                     if tumbling:
@@ -205,7 +207,7 @@ class TimeWindowAggregateOperator(ColumnOperator):
                             if t > timestamp:
                                 timestamp = t
                         if counting:  # an exact value: serialized once, at the write-back
-                            entry = (None, new, timestamp, now, key_bytes, p, new)
+                            entry: Entry = (None, new, timestamp, now, key_bytes, p, new)
                         else:
                             raw = serialize(new)
                             if raw is None:
@@ -217,7 +219,7 @@ class TimeWindowAggregateOperator(ColumnOperator):
                         entries[window] = entry
                         if final:
                             if created:
-                                index.add(s, key_bytes)  # type: ignore[union-attr]
+                                index.add(s, key_bytes)  # type: ignore[union-attr]  # final: set
                         elif pending is None:
                             out.add(p, Windowed(key, Window(s, s + size)), new, timestamp)
                 start = n

@@ -171,8 +171,8 @@ class FixedWindowAggregations(_WindowedKStream):
 
         def make(store: str, caching: bool) -> Any:  # captures no builder state
             if final:
-                return on_close(store, windows, initializer, aggregator, False)  # type: ignore[call-arg]
-            return on_update(store, windows, initializer, aggregator, caching)  # type: ignore[call-arg]
+                return on_close(store, windows, initializer, aggregator, False)
+            return on_update(store, windows, initializer, aggregator, caching)
 
         return self._build(
             prefix,

@@ -13,7 +13,7 @@ log: the file log's or Kafka's. ``StreamsApp`` itself starts and stops them."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 from streamtide.assignment import assign
 from streamtide.config import StreamsConfig, check_master
@@ -82,7 +82,7 @@ class StreamsApp:
         batch_size = BatchSizeController(
             self.config.max_records_per_batch,
             self.config.adaptive_batch_size_limit,
-            self.config.commit_interval,
+            cast(int, self.config.commit_interval),  # ms once configured
             enabled=self.config.adaptive_batch_size,
         )
         self._inputs = InputRanges(self._state, batch_size)
@@ -184,7 +184,7 @@ class StreamsApp:
             self.config.application_id,
             str(self.app_dir.root),
             self.committer.epoch,
-            max_age=self.config.work_unit_max_age / 1000,
+            max_age=cast(float, self.config.work_unit_max_age) / 1000,  # ms once configured
         )
 
     def _follow_topic_patterns(self) -> None:

@@ -37,6 +37,7 @@ import uuid
 from pathlib import Path
 from typing import Any, TypeVar
 
+from streamtide.config import StreamsConfig
 from streamtide.engine import protocol
 from streamtide.engine.protocol import (
     CommitRecord,
@@ -56,7 +57,7 @@ KEEP_EPOCHS = 10
 #: many).
 KEEP_HISTORY = 1000
 
-R = TypeVar("R", OffsetsRecord, PrepareRecord, SealRecord, CommitRecord)
+R = TypeVar("R", OffsetsRecord, GlobalOffsetsRecord, PrepareRecord, SealRecord, CommitRecord)
 
 
 class AppDirectory:
@@ -117,7 +118,7 @@ class AppDirectory:
         if create_exclusively(path, protocol.encode(record)):
             return record
         self.check_fence()  # lost to a newer driver: stop; to an older one: adopt its record
-        found = self._read(path, _KINDS[type(record)], **context)
+        found: R | None = self._read(path, _KINDS[type(record)], **context)
         assert found is not None
         return found
 
@@ -256,7 +257,7 @@ class AppDirectory:
             return []
         except OSError as exc:
             raise CorruptRecordError(f"cannot read the assignment history {path}: {exc}") from exc
-        events = []
+        events: list[dict[str, Any]] = []
         for line in reversed(lines):
             if len(events) >= count:
                 break
@@ -314,7 +315,7 @@ _KINDS = {
 }
 
 
-def app_dir_for(config: Any) -> Path:
+def app_dir_for(config: StreamsConfig) -> Path:
     """Where the driver keeps the application's records: ``<log root>/_apps/<application_id>``
     on the file log, next to the log; ``<state_dir>/_apps/<application_id>`` on Kafka, where
     Kafka's committed offsets are the truth and the records are the driver's account."""

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from streamtide.task_id import TaskId
+
 
 class EventKind(enum.Enum):
     EXECUTOR_JOINED = "executor-joined"
@@ -133,12 +135,14 @@ def changes(
         kind = EventKind.EXECUTOR_REMOVED if client in removed else EventKind.EXECUTOR_LOST
         event(kind, source=client)
     for client in sorted(after.executors, key=_client_order):
-        for task in sorted(after.warmups.get(client, set()) - before.replicas(client), key=_order):
+        for task in sorted(
+            after.warmups.get(client, set()) - before.replicas(client), key=TaskId.parse
+        ):
             event(EventKind.WARMUP, task=task, target=client, lag=lags.get((client, task)))
         fresh = after.standbys.get(client, set()) - before.replicas(client)
-        for task in sorted(fresh, key=_order):
+        for task in sorted(fresh, key=TaskId.parse):
             event(EventKind.STANDBY, task=task, target=client, lag=lags.get((client, task)))
-    for task in sorted(after.owners, key=_order):
+    for task in sorted(after.owners, key=TaskId.parse):
         source, target = before.owners.get(task), after.owners[task]
         if source is None or source == target:
             continue
@@ -162,11 +166,6 @@ def changes(
             restore_ms=restore.ms,
         )
     return events
-
-
-def _order(task: str) -> tuple[int, int]:
-    sub, _, partition = task.partition("_")
-    return int(sub), int(partition)
 
 
 def _client_order(client: str) -> tuple[int, str]:

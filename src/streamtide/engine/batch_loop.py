@@ -14,6 +14,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from functools import partial
+from typing import cast
 
 from streamtide.engine.batch_size import BatchSizeController
 from streamtide.engine.cyclic_gc import cyclic_gc_paused
@@ -73,7 +75,7 @@ class BatchLoop:
             self.thread.start()
 
     def _loop(self) -> None:
-        interval = self.state.config.commit_interval / 1000
+        interval = cast(float, self.state.config.commit_interval) / 1000  # ms once configured
         inputs = self.inputs
         ran = False
         try:
@@ -129,6 +131,10 @@ class BatchLoop:
             done.append(self.run_batch())
         return done
 
+    def _moved_on(self, seen: int) -> bool:
+        """Whether a batch completed since ``seen`` batches, or the loop failed."""
+        return self.completed > seen or self.error is not None
+
     def _await_caught_up(
         self, deadline: float | None, timeout: float | None
     ) -> list[BatchProgress]:
@@ -136,10 +142,7 @@ class BatchLoop:
         first = seen = self.completed
         while True:
             with self.done:
-                self.done.wait_for(
-                    lambda seen=seen: self.completed > seen or self.error is not None,
-                    timeout=0.5,
-                )
+                self.done.wait_for(partial(self._moved_on, seen), timeout=0.5)
                 now = self.completed
             if self.error is not None:
                 raise self.error

@@ -39,7 +39,15 @@ from streamtide.engine.idle_watch import DIED, IdleWatcher
 from streamtide.engine.interop import ExecutorInfo
 from streamtide.engine.launcher import WorkUnitLauncher
 from streamtide.errors import StreamtideError
-from streamtide.runtime.messages import Control, Ended, MessageError, Reply, Stop, decode, encode
+from streamtide.runtime.messages import (
+    Control,
+    Ended,
+    MessageError,
+    Reply,
+    Stop,
+    decode_reply,
+    encode,
+)
 
 log = logging.getLogger("streamtide.engine")
 
@@ -385,7 +393,7 @@ class ContinuousWorkers:
             slot = self._slots[key]
             try:
                 self._await_reply(slot.sock)  # type: ignore[arg-type]
-                reply = decode(recv_message(slot.sock))  # type: ignore[arg-type]
+                reply = decode_reply(recv_message(slot.sock))  # type: ignore[arg-type]
             except (ChannelClosedError, MessageError) as exc:
                 lost[key] = str(exc)
                 self._drop(slot)

@@ -22,6 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from itertools import islice
 from typing import Any
 
@@ -61,7 +62,7 @@ def _open(log: str | Log, options: dict[str, Any]) -> Log:
     return log
 
 
-def column_type(serde: Serde, schema: Any = None) -> Any:
+def column_type(serde: Serde[Any], schema: Any = None) -> Any:
     """The Spark type of a column decoded with ``serde``: a json serde with a ``schema``
     (a StructType or a DDL string) gives that struct; other serdes map by kind."""
     from pyspark.sql.types import DataType, StructType, _parse_datatype_string
@@ -81,7 +82,7 @@ def column_type(serde: Serde, schema: Any = None) -> Any:
     return _parse_datatype_string(_COLUMN_TYPES[serde.name])
 
 
-def _decoder(serde: Serde, struct: bool) -> Callable[[bytes | None], Any]:
+def _decoder(serde: Serde[Any], struct: bool) -> Callable[[bytes | None], Any]:
     if serde.name == "bytes":
         return lambda data: data
     if serde.name == "json" and not struct:
@@ -94,8 +95,8 @@ def read_topic(
     log: str | Log,
     topic: str,
     *,
-    key_serde: Serde | None = None,
-    value_serde: Serde | None = None,
+    key_serde: Serde[Any] | None = None,
+    value_serde: Serde[Any] | None = None,
     schema: Any = None,
     start_offsets: Mapping[int, int] | None = None,
     end_offsets: Mapping[int, int] | None = None,
@@ -171,8 +172,8 @@ def write_topic(
     key_col: str | None = "key",
     value_col: str = "value",
     timestamp_col: str | None = None,
-    key_serde: Serde | None = None,
-    value_serde: Serde | None = None,
+    key_serde: Serde[Any] | None = None,
+    value_serde: Serde[Any] | None = None,
     partitioner: Partitioner | None = None,
     log_options: Mapping[str, Any] | None = None,
 ) -> int:
@@ -257,8 +258,8 @@ def encode_rows(
     spec: _WriteSpec,
     index: int,
     rows: Iterator[Any],
-    key_serde: Serde,
-    value_serde: Serde,
+    key_serde: Serde[Any],
+    value_serde: Serde[Any],
     partitioner: Partitioner | None,
 ) -> Iterator[tuple[int, LogRecord]]:
     """Each row as its log partition and record, a chunk of rows at a time through the sinks'
@@ -306,8 +307,8 @@ def write_partition_once(
     spec: _WriteSpec,
     index: int,
     rows: Iterator[Any],
-    key_serde: Serde,
-    value_serde: Serde,
+    key_serde: Serde[Any],
+    value_serde: Serde[Any],
     partitioner: Partitioner | None,
 ) -> int:
     """Write one Spark partition's rows to Kafka in one transaction, unless an earlier attempt
@@ -323,8 +324,8 @@ def write_partition(
     spec: _WriteSpec,
     index: int,
     rows: Iterator[Any],
-    key_serde: Serde,
-    value_serde: Serde,
+    key_serde: Serde[Any],
+    value_serde: Serde[Any],
     partitioner: Partitioner | None,
 ) -> Iterator[dict[str, Any]]:
     """Write one Spark partition's rows as unsealed segments (one attempt: its own writer
@@ -346,7 +347,13 @@ def write_partition(
 
 
 def _segment(
-    log: Log, spec: _WriteSpec, index: int, seq: int, partition: int, records: list, writer: str
+    log: Log,
+    spec: _WriteSpec,
+    index: int,
+    seq: int,
+    partition: int,
+    records: list[LogRecord],
+    writer: str,
 ) -> dict[str, Any]:
     ref = log.write_segment(spec.topic, partition, records, writer_id=writer)
     return {"spark_partition": index, "seq": seq, "ref": ref.as_dict()}
@@ -366,7 +373,7 @@ def seal_written(log: Log, topic: str, prefix: str, refs: list[dict[str, Any]]) 
 
 
 def _millis(value: Any) -> int:
-    if hasattr(value, "timestamp"):  # datetime from a Spark timestamp column
+    if isinstance(value, datetime):  # from a Spark timestamp column
         return round(value.timestamp() * 1000)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"timestamps must be epoch ms or timestamps, got {value!r}")

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from streamtide.log.api import Log, SegmentRef
 from streamtide.runtime.repartition_order import merge_order
+from streamtide.task_id import TaskId
 
 
 def interleave_segments(
@@ -29,7 +30,7 @@ def interleave_segments(
     """
     wanted = set(topics)
     groups: dict[tuple[str, int], list[tuple[str, dict[str, Any]]]] = {}
-    for task in sorted(tasks, key=lambda t: tuple(int(x) for x in t.split("_"))):
+    for task in sorted(tasks, key=TaskId.parse):
         for data in tasks[task]["segments"]:
             if data["topic"] in wanted:
                 groups.setdefault((data["topic"], data["partition"]), []).append((task, data))

@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,7 +135,7 @@ def _id_order(executor_id: str) -> tuple[int, str]:
 
 def run_pinned(
     sc: Any,
-    units: list[tuple[str, ExecutorInfo | None]],
+    units: Sequence[tuple[str, ExecutorInfo | None]],
     work: Callable[[Iterable[str]], Iterator[str]],
 ) -> list[str]:
     """Run ``work`` once per payload, each on its executor; return the outputs in order.
@@ -145,7 +145,7 @@ def run_pinned(
     """
     if not units:
         return []
-    from pyspark.rdd import RDD
+    from pyspark.core.rdd import RDD
     from pyspark.serializers import UTF8Deserializer
 
     jvm = sc._jvm
@@ -158,7 +158,7 @@ def run_pinned(
         pairs.add(jvm.scala.Tuple2(payload, convert.asScala(locations).toSeq()))
     tag = jvm.scala.reflect.ClassTag.apply(jvm.java.lang.Class.forName("java.lang.String"))
     jrdd = sc._jsc.sc().makeRDD(convert.asScala(pairs).toSeq(), tag)
-    rdd = RDD(jrdd.toJavaRDD(), sc, UTF8Deserializer())
+    rdd: RDD[str] = RDD(jrdd.toJavaRDD(), sc, UTF8Deserializer())
     return rdd.mapPartitions(work).collect()
 
 
@@ -172,7 +172,7 @@ class PinnedExecutorLostError(StreamtideError):
 
 def run_pinned_watched(
     sc: Any,
-    units: list[tuple[str, ExecutorInfo | None]],
+    units: Sequence[tuple[str, ExecutorInfo | None]],
     work: Callable[[Iterable[str]], Iterator[str]],
     poll: float = 0.25,
 ) -> list[str]:
@@ -183,14 +183,15 @@ def run_pinned_watched(
     caller re-plan at once instead (``PinnedExecutorLostError``)."""
     group = f"streamtide-pinned-{uuid.uuid4().hex[:12]}"
     pinned = frozenset(e.id for _, e in units if e is not None and e.id != DRIVER_ID)
-    done: dict[str, Any] = {}
+    outputs: list[list[str]] = []  # the job's outputs, once it finished
+    errors: list[BaseException] = []  # what it raised, handed to the caller's thread
 
     def run() -> None:
         try:
             sc.setJobGroup(group, "Streamtide work units", True)
-            done["outputs"] = run_pinned(sc, units, work)
-        except BaseException as exc:  # handed to the caller's thread
-            done["error"] = exc
+            outputs.append(run_pinned(sc, units, work))
+        except BaseException as exc:
+            errors.append(exc)
 
     thread = threading.Thread(target=run, name="streamtide-pinned-job", daemon=True)
     thread.start()
@@ -206,6 +207,6 @@ def run_pinned_watched(
                 f"executor(s) {', '.join(sorted(gone))} left while the stage's work units ran",
                 frozenset(gone),
             )
-    if "error" in done:
-        raise done["error"]
-    return done["outputs"]
+    if errors:
+        raise errors[0]
+    return outputs[0]

@@ -8,7 +8,7 @@ as a dict (``StreamsApp.metrics()``). docs/metrics.md lists every family.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -16,6 +16,7 @@ from streamtide.engine.protocol import TaskReport, UnitReport
 from streamtide.errors import ConfigError
 from streamtide.processor import drops
 from streamtide.processor.api import PunctuationType
+from streamtide.task_id import TaskId
 
 #: Batch and commit durations range from tens of milliseconds to minutes (a catch-up).
 _BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
@@ -127,13 +128,13 @@ class AppMetrics:
 
     def record_stage(
         self,
-        ranges: Mapping[str, Mapping[str, list[int]]],
+        ranges: Mapping[str, Mapping[str, Sequence[int]]],
         units: Iterable[UnitReport],
         changelogs: set[str],
     ) -> None:
         """Add one committed stage: its input ``ranges`` per task and its work-unit reports."""
         for task, topics in ranges.items():
-            partition = task.split("_")[1]
+            partition = str(TaskId.parse(task).partition)
             for topic, (start, end) in topics.items():
                 if end > start:
                     self.consumed.labels(topic=topic, partition=partition).inc(end - start)

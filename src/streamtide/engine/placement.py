@@ -118,14 +118,13 @@ def slot_units(
     units = []
     stage_tasks = set(stage.task_ids)
     for executor in executors:
-        active = sorted(
-            (str(t) for t in assignment.active.get(executor.id, ()) if str(t) in stage_tasks),
-            key=_task_order,
-        )
+        active = [
+            str(t) for t in sorted(assignment.active.get(executor.id, ())) if str(t) in stage_tasks
+        ]
         replicas = set(assignment.standby.get(executor.id, ())) | set(
             assignment.warmup.get(executor.id, ())
         )
-        standby = sorted((str(t) for t in replicas if str(t) in stage_tasks), key=_task_order)
+        standby = [str(t) for t in sorted(replicas) if str(t) in stage_tasks]
         slots = max(1, executor.cores)
         for slot in range(slots):
             mine = active[slot::slots]
@@ -152,8 +151,3 @@ def standby_shortfall(wanted: int, executors: list[ExecutorInfo]) -> str | None:
         f"most {len(executors) - 1} standby(s): a standby must live on another executor than "
         "its active task"
     )
-
-
-def _task_order(task: str) -> tuple[int, int]:
-    sub, part = task.split("_")
-    return int(sub), int(part)

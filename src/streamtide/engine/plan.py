@@ -10,6 +10,7 @@ from streamtide.errors import TopologyError, UnknownTopicError
 from streamtide.log.api import Log
 from streamtide.log.kafka_client import CHANGELOG_CONFIGS, REPARTITION_CONFIGS, split_options
 from streamtide.processor.topology import Topology
+from streamtide.task_id import TaskId
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ class Stage:
 
     @property
     def task_ids(self) -> list[str]:
-        return [f"{self.subtopology}_{p}" for p in range(self.partitions)]
+        return [str(TaskId(self.subtopology, p)) for p in range(self.partitions)]
 
     @property
     def stateful(self) -> bool:
@@ -117,8 +118,8 @@ def make_plan(topology: Topology, config: StreamsConfig, log_: Log) -> list[Stag
             )
         )
     for topics, operation in topology.copartition_groups:
-        physical = {topology.resolve_topic(t, app) for t in topics}
-        found = {t: internal_partitions.get(t) or log_.partitions(t) for t in sorted(physical)}
+        grouped = {topology.resolve_topic(t, app) for t in topics}
+        found = {t: internal_partitions.get(t) or log_.partitions(t) for t in sorted(grouped)}
         if len(set(found.values())) > 1:
             raise TopologyError(
                 f"the inputs of {operation} are not co-partitioned "

@@ -29,8 +29,20 @@ from streamtide.runtime.store_query import QueryOp, StoreQuery, decode_bytes, en
 from streamtide.serde import Serde
 from streamtide.state.encoding import MAX_LONG, MIN_LONG
 from streamtide.state.queryable import QueryableKind, queryable_kind
-from streamtide.state.versioned import VersionedRecord
+from streamtide.state.session_store import SessionStoreBuilder
+from streamtide.state.stores import KeyValueStoreBuilder
+from streamtide.state.versioned import VersionedKeyValueStoreBuilder, VersionedRecord
+from streamtide.state.window_store import WindowStoreBuilder
+from streamtide.task_id import TaskId
 from streamtide.window import Window, Windowed
+
+#: The builders of the stores ``queryable_kind`` names a kind for.
+_QUERYABLE_BUILDERS = (
+    KeyValueStoreBuilder,
+    VersionedKeyValueStoreBuilder,
+    WindowStoreBuilder,
+    SessionStoreBuilder,
+)
 
 #: ``ask(store, op, args, task_ids) -> {task: answer}``: runs one query where the tasks live.
 Ask = Callable[[str, QueryOp, list[Any], list[str]], dict[str, Any]]
@@ -44,12 +56,12 @@ class StoreRoute:
     kind: QueryableKind
     subtopology: int
     partitions: int
-    key_serde: Serde
-    value_serde: Serde
+    key_serde: Serde[Any]
+    value_serde: Serde[Any]
 
     @property
     def task_ids(self) -> list[str]:
-        return [f"{self.subtopology}_{p}" for p in range(self.partitions)]
+        return [str(TaskId(self.subtopology, p)) for p in range(self.partitions)]
 
     def key_bytes(self, key: Any) -> bytes:
         if key is None:
@@ -58,7 +70,7 @@ class StoreRoute:
 
     def task_of(self, key_bytes: bytes) -> str:
         """The task holding ``key_bytes`` (the partition a sink would send the key to)."""
-        return f"{self.subtopology}_{partition_for_key(key_bytes, self.partitions)}"
+        return str(TaskId(self.subtopology, partition_for_key(key_bytes, self.partitions)))
 
 
 def store_route(
@@ -83,10 +95,11 @@ def store_route(
     if kind is None:
         why = (
             "it has no changelog (logging disabled), so its committed state is unknown"
-            if not getattr(builder, "logging_enabled", False)
+            if not builder.logging_enabled
             else "it is an internal store of a join or deduplication"
         )
         raise InvalidStateStoreError(f"store {name!r} cannot be queried: {why}")
+    assert isinstance(builder, _QUERYABLE_BUILDERS)  # the only builders with a kind
     subtopology = next(s.id for s in topology.subtopologies() if name in s.stores)
     return StoreRoute(
         name,
@@ -185,7 +198,7 @@ class ReadOnlyWindowStore(_StoreView):
 class ReadOnlySessionStore(_StoreView):
     """The store of a session-windowed aggregation, as of its last committed batch."""
 
-    def fetch(self, key: Any) -> list[tuple[Windowed, Any]]:
+    def fetch(self, key: Any) -> list[tuple[Windowed[Any], Any]]:
         """``[(Windowed(key, Window(start, end)), value)]`` of ``key``'s live sessions, by
         end, then start."""
         found = self._ask_key(key, QueryOp.FETCH)

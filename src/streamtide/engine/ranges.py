@@ -11,7 +11,6 @@ the longest prefix of its window whose timestamps stay ``<= T``. The partition t
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 import pyarrow as pa
@@ -40,17 +39,18 @@ def aligned_ends(
     if not capped or len(busy) < 2:
         return {key: end for key, (_, end) in windows.items()}
     tables: dict[tuple[str, int], pa.Table] = {}
-    limit = math.inf
+    limit: int | None = None  # the common time T: the least last timestamp of a capped window
     for (topic, partition), (start, end) in windows.items():
         if end <= start:
             continue
         table = log.read_table(topic, partition, start, end)
         tables[(topic, partition)] = table
         if end < log_ends[(topic, partition)] and table.num_rows:
-            limit = min(limit, pc.max(table.column("timestamp")).as_py())
+            last = int(pc.max(table.column("timestamp")).as_py())
+            limit = last if limit is None else min(limit, last)
     ends = {}
     for key, (_start, end) in windows.items():
-        if limit == math.inf or key not in tables:
+        if limit is None or key not in tables:
             ends[key] = end
             continue
         table = tables[key]

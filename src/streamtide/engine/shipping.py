@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import sys
 import sysconfig
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -28,8 +29,10 @@ def _is_user_module(module: ModuleType | None) -> bool:
         return False
     if module.__name__.split(".")[0] == "streamtide":
         return False
-    path = getattr(module, "__file__", None)
-    return bool(path) and not path.startswith(_LIBRARY_ROOTS)
+    path: str | None = getattr(module, "__file__", None)  # built-in modules have none
+    if not path:
+        return False
+    return not path.startswith(_LIBRARY_ROOTS)
 
 
 def _referenced(obj: Any, depth: int = 3) -> list[Any]:
@@ -66,7 +69,9 @@ def ship_user_modules(topology: Topology) -> list[str]:
     """Register the user modules a topology's code comes from to be pickled by value."""
     from pyspark import cloudpickle
 
-    names = set()
+    # cloudpickle has no annotations
+    register_by_value: Callable[[ModuleType], None] = cloudpickle.register_pickle_by_value
+    names: set[str] = set()
     for node in topology.nodes.values():
         targets: list[Any] = []
         if isinstance(node, ProcessorNodeDef) and node.supplier is not None:
@@ -81,9 +86,9 @@ def ship_user_modules(topology: Topology) -> list[str]:
         for target in targets:
             module_name = getattr(target, "__module__", None)
             if not isinstance(module_name, str):
-                module_name = getattr(type(target), "__module__", "")
+                module_name = type(target).__module__
             module = sys.modules.get(module_name)
-            if _is_user_module(module) and module.__name__ not in names:
-                cloudpickle.register_pickle_by_value(module)
+            if module is not None and _is_user_module(module) and module.__name__ not in names:
+                register_by_value(module)
                 names.add(module.__name__)
     return sorted(names)

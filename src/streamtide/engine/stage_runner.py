@@ -13,6 +13,7 @@ import json
 import logging
 import sys
 import time
+from functools import partial
 from typing import Any
 
 from streamtide.assignment import Assignment
@@ -82,7 +83,7 @@ class StageRunner:
         for stage in self.state.stages:
             began = time.perf_counter()
             planned = self.state.committer.plan_stage(
-                batch, stage.subtopology, lambda stage=stage: self.inputs.planned(stage, running)
+                batch, stage.subtopology, partial(self.inputs.planned, stage, running)
             )
             progress.add_phase("plan", (time.perf_counter() - began) * 1000)
             if planned.resumed:
@@ -288,7 +289,7 @@ class StageRunner:
                     [
                         ActiveSpec(
                             t,
-                            ranges[t],
+                            {topic: list(span) for topic, span in ranges[t].items()},
                             (state.task_states.get(t) or TaskCommittedState()).to_dict(),
                         )
                         for t in actives

@@ -13,6 +13,7 @@ from streamtide.config import StreamsConfig
 from streamtide.engine.app_dir import AppDirectory, app_dir_for
 from streamtide.errors import ConfigError, StreamtideError
 from streamtide.log import is_kafka_url, open_log
+from streamtide.task_id import TaskId
 
 
 def read_status(config: StreamsConfig, history: int = 10) -> dict[str, Any]:
@@ -33,7 +34,7 @@ def read_status(config: StreamsConfig, history: int = 10) -> dict[str, Any]:
     batch, progress = commit.batch, commit.progress
     partitions = _partitions(config, commit.tasks)
     tasks = {}
-    for task, state in sorted(commit.tasks.items(), key=lambda item: _task_order(item[0])):
+    for task, state in sorted(commit.tasks.items(), key=lambda item: TaskId.parse(item[0])):
         lag = sum(p["lag"] for p in partitions if p["task"] == task)
         tasks[task] = {
             "owner": commit.owners.get(task),
@@ -100,8 +101,3 @@ def _partitions(config: StreamsConfig, tasks: dict[str, Any]) -> list[dict[str, 
         if log is not None:
             log.close()
     return sorted(rows, key=lambda r: (r["topic"], r["partition"]))
-
-
-def _task_order(task: str) -> tuple[int, int]:
-    sub, _, partition = task.partition("_")
-    return int(sub), int(partition)

@@ -70,8 +70,8 @@ class TopicEncoder:
 
     def __init__(
         self,
-        key_serde: Serde,
-        value_serde: Serde,
+        key_serde: Serde[Any],
+        value_serde: Serde[Any],
         choose: Chooser | None = None,
         first_keyless: int = 0,
     ) -> None:
@@ -79,7 +79,8 @@ class TopicEncoder:
         self.value_serde = value_serde
         self.choose = choose
         self._keyless = first_keyless
-        self._cache: dict[bytes, int] = {}  # keys repeat: hash each one once
+        # keys repeat: hash each one once (a None key is never stored; looking it up is fine)
+        self._cache: dict[bytes | None, int] = {}
         #: windowed keys go to the partition of their base key
         self._base_key_serde = windowed_base_serde(key_serde)
         #: the built-in windowed layouts end with the window's bounds: the base key's bytes
@@ -162,9 +163,9 @@ class TopicEncoder:
                 else self._base_key_serde.serialize(key.key) or b""
             )
         cache = self._cache
-        partition = cache.get(data)
-        if partition is None:
+        cached = cache.get(data)
+        if cached is None:
             if len(cache) >= _PARTITION_CACHE_SIZE:
                 cache.clear()
-            partition = cache[data] = partition_for_key(data, n)
-        return partition
+            cached = cache[data] = partition_for_key(data, n)
+        return cached

@@ -125,8 +125,9 @@ def unreachable(bootstrap: str, timeout_s: float, exc: BaseException) -> LogErro
     servers and what to check; another error as ``translate`` classifies it."""
     if error_name(exc) not in _UNAVAILABLE:
         return translate(exc, f"connecting to Kafka at {bootstrap}")
-    err = exc.args[0] if exc.args else exc
-    reason = err.str() if callable(getattr(err, "str", None)) else str(err)
+    err: object = exc.args[0] if exc.args else exc
+    describe = getattr(err, "str", None)  # a KafkaError describes itself with str()
+    reason = describe() if callable(describe) else str(err)
     return LogUnavailableError(
         f"cannot reach Kafka at {bootstrap} within {timeout_s:g} s ({reason}): check that the "
         "brokers run and that this machine reaches them at those addresses (host names, ports, "

@@ -89,7 +89,7 @@ class KafkaLog(Log):
         client_config(bootstrap, self._client_options, REQUIRED_PRODUCER)
         self._lock = threading.RLock()
         self._read_lock = threading.Lock()
-        self._admin_client: Any = None
+        self._admin_client: KafkaAdmin | None = None
         self._no_topic_ids = False  # the brokers report no topic ids (all-zero ones)
         self._producer_client: Any = None
         self._consumer_client: Any = None
@@ -470,7 +470,7 @@ class KafkaLog(Log):
         if self._closed:
             raise LogClosedError(f"the log at {self.url} is closed")
 
-    def _admin(self) -> Any:
+    def _admin(self) -> KafkaAdmin:
         with self._lock:
             self._check_open()
             if self._admin_client is None:

@@ -190,7 +190,7 @@ class PartitionState:
 
     def plan_truncation(self, offset: int) -> tuple[int, list[str]]:
         """The begin offset and dropped segment names that ``truncate_before(offset)`` means."""
-        dropped = []
+        dropped: list[str] = []
         for seg in self.segments:
             if seg.end_offset > offset:
                 return seg.base_offset, dropped

@@ -31,6 +31,7 @@ import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -293,7 +294,10 @@ class SharedUpkeep:
         )
 
 
-def _remember(cache: OrderedDict, key: str, value: object) -> None:
+_V = TypeVar("_V")
+
+
+def _remember(cache: OrderedDict[str, _V], key: str, value: _V) -> None:
     cache[key] = value
     if len(cache) > _KNOWN_FILES:
         cache.popitem(last=False)

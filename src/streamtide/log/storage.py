@@ -55,18 +55,18 @@ class LocalStorage:
     def read_bytes(self, rel: str) -> bytes:
         """The whole file; FileNotFoundError if it does not exist."""
         with self.fs.open_input_stream(self.path(rel)) as f:
-            return f.read()
+            data: bytes = f.read()
+        return data
 
     def exists(self, rel: str) -> bool:
-        return self.fs.get_file_info(self.path(rel)).type != pafs.FileType.NotFound
-
-    def is_dir(self, rel: str) -> bool:
-        return self.fs.get_file_info(self.path(rel)).type == pafs.FileType.Directory
+        found: bool = self.fs.get_file_info(self.path(rel)).type != pafs.FileType.NotFound
+        return found
 
     def list_dir(self, rel: str) -> list[pafs.FileInfo]:
         """Entries of a directory (not recursive); empty if it does not exist."""
         selector = pafs.FileSelector(self.path(rel), allow_not_found=True, recursive=False)
-        return self.fs.get_file_info(selector)
+        entries: list[pafs.FileInfo] = self.fs.get_file_info(selector)
+        return entries
 
     def read_table(self, rel: str) -> pa.Table:
         """An Arrow IPC file as a table (memory-mapped, so no copy)."""

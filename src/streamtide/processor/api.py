@@ -6,11 +6,12 @@ import enum
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from streamtide.time import Duration
 
 if TYPE_CHECKING:
+    from streamtide.processor.operator import ColumnOperator
     from streamtide.record import Record, RecordMetadata
     from streamtide.serde import Serde
 
@@ -106,6 +107,22 @@ class Processor(ABC):
 
 #: A processor supplier: the class itself or any callable returning a new Processor.
 ProcessorSupplier = Callable[[], Processor]
+
+#: What a topology's processor node is made by: a user's processor supplier, or the supplier
+#: of one of the DSL's built-in column operators.
+NodeSupplier = Callable[[], "Processor | ColumnOperator"]
+
+
+@runtime_checkable
+class DefaultSerdes(Protocol):
+    """A context that knows its task's default serdes, as every context a task gives its
+    operators and stores does."""
+
+    @property
+    def default_key_serde(self) -> Serde: ...
+
+    @property
+    def default_value_serde(self) -> Serde: ...
 
 
 class StateStoreContext(Protocol):

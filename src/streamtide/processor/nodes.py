@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from streamtide.processor.api import ProcessorSupplier
+from streamtide.processor.api import NodeSupplier
 from streamtide.serde import Serde
 from streamtide.timestamp_extractor import TimestampExtractor
 
@@ -34,7 +34,7 @@ class SourceNodeDef(NodeDef):
 
 @dataclass
 class ProcessorNodeDef(NodeDef):
-    supplier: ProcessorSupplier | None = None
+    supplier: NodeSupplier | None = None
     stores: list[str] = field(default_factory=list)
 
 

@@ -106,7 +106,8 @@ class PunctuationQueue:
 
     def schedules(self) -> list[PunctuationSchedule]:
         """Live schedules, soonest first (pending first-record schedules last)."""
-        live = sorted((s for _, _, s in self._heap if not s.cancelled), key=lambda s: s.time)
+        # the heap holds scheduled punctuations only: their time is set
+        live = sorted((s for _, _, s in self._heap if not s.cancelled), key=lambda s: s.time or 0)
         return live + [s for s in self._pending if not s.cancelled]
 
     def next_check_time(self) -> int | None:

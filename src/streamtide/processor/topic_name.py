@@ -43,7 +43,7 @@ def extractor_function(chooser: Any, sink: str) -> Callable[[Any, Any, RecordCon
     if isinstance(chooser, TopicNameExtractor):
         return chooser.extract
     if callable(chooser):
-        return chooser  # type: ignore[no-any-return]
+        return chooser
     raise TopologyError(
         f"sink {sink!r} needs a topic name or a TopicNameExtractor, got {chooser!r}"
     )

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from streamtide.errors import TopologyError
-from streamtide.processor.api import ProcessorSupplier, StoreBuilder
+from streamtide.processor.api import NodeSupplier, StoreBuilder
 from streamtide.processor.description import TopologyDescription
 from streamtide.processor.nodes import (
     NodeDef,
@@ -157,7 +157,7 @@ class Topology:
         )
         return self
 
-    def add_processor(self, name: str, supplier: ProcessorSupplier, *parents: str) -> Topology:
+    def add_processor(self, name: str, supplier: NodeSupplier, *parents: str) -> Topology:
         """Add a processor made by ``supplier`` (a Processor class or factory) under ``parents``."""
         self._check_new(name)
         if not callable(supplier):
@@ -459,7 +459,7 @@ class Topology:
                 )
             sources = [t for n in nodes if isinstance(n, SourceNodeDef) for t in n.topics]
             sinks = [n.topic for n in nodes if isinstance(n, SinkNodeDef) and n.topic]
-            stores = []
+            stores: list[str] = []
             for n in nodes:
                 if isinstance(n, ProcessorNodeDef):
                     stores.extend(s for s in n.stores if s not in stores)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from streamtide.errors import UserCodeError, from_infrastructure
 from streamtide.processor.api import Processor
@@ -47,6 +47,16 @@ Forwarded = tuple[Record, "int | None", "str | None"]
 
 _KEY, _VALUE = attrgetter("key"), attrgetter("value")
 _TIMESTAMP, _HEADERS = attrgetter("timestamp"), attrgetter("headers")
+
+
+@runtime_checkable
+class BatchStore(Protocol):
+    """A store that can serve a batch's reads and writes from memory (``begin_batch``, False
+    when it cannot) and write them back once (``end_batch``)."""
+
+    def begin_batch(self) -> bool: ...
+
+    def end_batch(self) -> None: ...
 
 
 class AdapterContext(NodeContext):
@@ -92,7 +102,7 @@ class ProcessorAdapter(ColumnOperator):
         self._context = AdapterContext(task, node, self)
         #: hand forwarded records on at once (see the module docstring)
         self.immediate = False
-        self._batch_stores: list[Any] | None = None
+        self._batch_stores: list[BatchStore] | None = None
 
     @property
     def adapter_context(self) -> AdapterContext:
@@ -162,12 +172,12 @@ class ProcessorAdapter(ColumnOperator):
                 store.end_batch()
         self._emit_forwarded(batch)
 
-    def _stores(self) -> list[Any]:
+    def _stores(self) -> list[BatchStore]:
         """The node's stores that can keep a batch in memory (``begin_batch``)."""
         stores = self._batch_stores
         if stores is None:
             found = (self._task.store(name) for name in sorted(self._node.stores))
-            stores = self._batch_stores = [s for s in found if hasattr(s, "begin_batch")]
+            stores = self._batch_stores = [s for s in found if isinstance(s, BatchStore)]
         return stores
 
     def _failed(self, batch: ColumnBatch, p: int, error: Exception, mark: int | None) -> int:

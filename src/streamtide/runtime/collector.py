@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
 
 
 class RecordCollector(Protocol):
@@ -23,6 +24,22 @@ class RecordCollector(Protocol):
     ) -> None: ...
 
 
+@runtime_checkable
+class ColumnCollector(RecordCollector, Protocol):
+    """A collector that also takes many records of one partition in one call (the engine's
+    segment collector does; the test driver's lists records one by one)."""
+
+    def send_many(
+        self,
+        topic: str,
+        partition: int,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        timestamps: Sequence[int],
+        headers: Sequence[Any],
+    ) -> None: ...
+
+
 def send_columns(
     collector: RecordCollector,
     topic: str,
@@ -33,10 +50,9 @@ def send_columns(
     timestamp: int,
 ) -> None:
     """Send records given as columns (one timestamp for all), in one call if the collector
-    has ``send_many``."""
-    send_many = getattr(collector, "send_many", None)
-    if send_many is not None:
-        send_many(topic, partition, keys, values, [timestamp] * len(keys), headers)
+    is a ``ColumnCollector``."""
+    if isinstance(collector, ColumnCollector):
+        collector.send_many(topic, partition, keys, values, [timestamp] * len(keys), headers)
         return
     for key, value, header in zip(keys, values, headers):
         collector.send(topic, partition, key, value, timestamp, header)

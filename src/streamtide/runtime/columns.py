@@ -20,13 +20,22 @@ from streamtide.runtime.repartition_order import merge_order
 
 
 class RawRecord(Protocol):
-    """A serialized record read from a partition."""
+    """A serialized record read from a partition (read only)."""
 
-    key: bytes | None
-    value: bytes | None
-    timestamp: int
-    headers: Any
-    offset: int | None
+    @property
+    def key(self) -> bytes | None: ...
+
+    @property
+    def value(self) -> bytes | None: ...
+
+    @property
+    def timestamp(self) -> int: ...
+
+    @property
+    def headers(self) -> Any: ...
+
+    @property
+    def offset(self) -> int | None: ...
 
 
 @dataclass
@@ -55,7 +64,7 @@ class InputColumns:
     def extend_table(self, table: pa.Table) -> int:
         """Append the rows of a ``Log.read_table`` result (columns offset, key, value,
         timestamp, headers)."""
-        rows = table.num_rows
+        rows: int = table.num_rows
         if not rows:
             return 0
         self.keys.extend(table.column("key").to_pylist())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,13 +37,6 @@ class TaskCommittedState:
             schedules={str(k): int(v) for k, v in data.get("schedules", {}).items()},
             partition_times={str(k): int(v) for k, v in data.get("partition_times", {}).items()},
         )
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
-
-    @classmethod
-    def from_json(cls, text: str) -> TaskCommittedState:
-        return cls.from_dict(json.loads(text))
 
 
 def offset_key(topic: str, partition: int) -> str:

@@ -30,7 +30,9 @@ class GlobalKeyValueStore(StateStore):
     kind = "key_value"
     persistent = False
 
-    def __init__(self, spec: GlobalStoreSpec, key_serde: Serde, value_serde: Serde) -> None:
+    def __init__(
+        self, spec: GlobalStoreSpec, key_serde: Serde[Any], value_serde: Serde[Any]
+    ) -> None:
         self.name = spec.name
         self.spec = spec
         self.key_serde = key_serde
@@ -69,7 +71,10 @@ class GlobalKeyValueStore(StateStore):
     def get(self, key: Any) -> Any:
         if key is None:
             raise StoreError(f"global store {self.name!r} does not accept a None key")
-        return self.value_serde.deserialize(self.inner.get(self.key_serde.serialize(key)))
+        key_bytes = self.key_serde.serialize(key)
+        if key_bytes is None:
+            raise StoreError(f"global store {self.name!r}: the key serde wrote {key!r} as None")
+        return self.value_serde.deserialize(self.inner.get(key_bytes))
 
     def range(self, from_key: Any, to_key: Any) -> Iterator[tuple[Any, Any]]:
         low = None if from_key is None else self.key_serde.serialize(from_key)
@@ -95,8 +100,8 @@ class GlobalStores(Mapping[str, GlobalKeyValueStore]):
         self,
         topology: Topology,
         application_id: str,
-        default_key_serde: Serde,
-        default_value_serde: Serde,
+        default_key_serde: Serde[Any],
+        default_value_serde: Serde[Any],
     ) -> None:
         self._stores = {
             name: GlobalKeyValueStore(

@@ -90,7 +90,7 @@ class Node:
         if not batch.rows:
             return
         if child.__class__ is list:
-            self.emit_routed(batch, child)  # type: ignore[arg-type]
+            self.emit_routed(batch, child)
             return
         targets = self.children if child is None else (self.child(child),)  # type: ignore[arg-type]
         if not targets:

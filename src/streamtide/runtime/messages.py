@@ -194,6 +194,14 @@ def encode(message: Message) -> dict[str, Any]:
     return {"v": MESSAGES_VERSION, "kind": message.KIND, **message.body()}
 
 
+def decode_reply(data: dict[str, Any]) -> Reply:
+    """A work unit's reply to the driver; MessageError if ``data`` is another message."""
+    message = decode(data)
+    if not isinstance(message, UnitsRan | QueryAnswered | Released | Ended):
+        raise MessageError(f"expected a work unit's reply, got {type(message).__name__}")
+    return message
+
+
 def decode(data: dict[str, Any]) -> Message:
     """The record a JSON object of the control channel stands for; ``MessageError`` if it is
     none this release understands."""

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 class NodeContext(DelegatingStoreContext, ProcessorContext):
     """What a node of a running task sees (see the module docstring)."""
 
+    _task: StreamTask
+
     def __init__(self, task: StreamTask, node: Node) -> None:
         self._task = task
         self.node = node

@@ -11,6 +11,7 @@ message), ``streamtide.topic``, ``streamtide.partition``, ``streamtide.offset`` 
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from streamtide.errors import HandlerFailedError
@@ -175,26 +176,25 @@ def _ask(
     handler: Handler, context: ErrorHandlerContext, record: Any, exc: Exception, setting: str
 ) -> ProcessingHandlerResponse:
     """The handler's answer; a handler that raises or answers something else stops the app."""
-    where = {
-        "task_id": context.task_id,
-        "node": context.processor_node_id,
-        "topic": context.topic,
-        "partition": context.partition,
-        "offset": context.offset,
-    }
+    failed = partial(
+        HandlerFailedError,
+        task_id=context.task_id,
+        node=context.processor_node_id,
+        topic=context.topic,
+        partition=context.partition,
+        offset=context.offset,
+    )
     try:
         response = handler(context, record, exc)
     except Exception as raised:
-        raise HandlerFailedError(
+        raise failed(
             f"{setting} raised {type(raised).__name__}: {raised} while handling "
-            f"{type(exc).__name__}: {exc}",
-            **where,
+            f"{type(exc).__name__}: {exc}"
         ) from raised
     if not isinstance(response, ProcessingHandlerResponse):
-        raise HandlerFailedError(
+        raise failed(
             f"{setting} must return ProcessingHandlerResponse.CONTINUE or FAIL, "
-            f"got {response!r} (handling {type(exc).__name__}: {exc})",
-            **where,
+            f"got {response!r} (handling {type(exc).__name__}: {exc})"
         ) from exc
     return response
 

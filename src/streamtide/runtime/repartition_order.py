@@ -19,6 +19,7 @@ from itertools import accumulate, repeat
 import pyarrow as pa
 
 from streamtide.log.segments import headers_array, headers_to_python
+from streamtide.task_id import TaskId
 
 #: The header naming the task that wrote a repartition record (Kafka logs only).
 SOURCE_HEADER = "streamtide.writer"
@@ -70,8 +71,10 @@ def merge_order(timestamps: list[list[int]]) -> list[tuple[int, int]]:
 
 
 def _task_order(writer: bytes) -> tuple[int, ...]:
-    """Writers in task order (``0_2`` before ``0_10``), as the file log's merge takes them."""
+    """Writers in task order (``0_2`` before ``0_10``), as the file log's merge takes them;
+    rows without a writer first."""
     try:
-        return tuple(int(part) for part in writer.decode().split("_"))
+        task = TaskId.parse(writer.decode())
     except ValueError:
         return (-1,)
+    return (task.subtopology, task.partition)

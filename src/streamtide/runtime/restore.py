@@ -350,7 +350,9 @@ class ChangelogRestorer:
             count = apply_changelog(cl.local, entries)
         else:
             count = apply_changelog(
-                cl.local, ((r.key, r.value, r.headers) for r in batch), cl.store.derived
+                cl.local,
+                ((r.key, r.value, r.headers) for r in batch),  # type: ignore[misc]  # changelog records are keyed
+                cl.store.derived,
             )
         cl.position = int(batch[-1].offset) + 1  # type: ignore[arg-type]
         self.metrics.increment(RECORDS_RESTORED, count)

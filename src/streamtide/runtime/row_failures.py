@@ -115,7 +115,7 @@ class Failures:
         """The located error for ``error`` raised in ``node`` (by user code: ``user_code``;
         after a handler function answered FAIL: ``final``); nodes above re-raise it."""
         if error is self.fatal:
-            return error  # type: ignore[return-value]
+            return error
         located = processing_error(
             error,
             task_id=self.task_id,

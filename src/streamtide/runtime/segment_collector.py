@@ -6,6 +6,7 @@ commit (docs/engine.md, "One batch"); this collector is the attempt's side of th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -89,10 +90,10 @@ class SegmentCollector:
         self,
         topic: str,
         partition: int,
-        keys: list[bytes | None],
-        values: list[bytes | None],
-        timestamps: list[int],
-        headers: list[Any],
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        timestamps: Sequence[int],
+        headers: Sequence[Any],
     ) -> None:
         """``send`` of whole columns (one partition)."""
         columns = self._columns(topic, partition)

@@ -16,7 +16,7 @@ reported to the task (``ColumnOperator.fail``) and not sent; the other rows are.
 from __future__ import annotations
 
 from itertools import groupby
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from streamtide.errors import SerdeError, StreamsProcessingError, UnknownTopicError
 from streamtide.log.encoder import PartitionOutOfRangeError, TopicEncoder
@@ -24,10 +24,8 @@ from streamtide.processor.column_batch import ColumnBatch
 from streamtide.processor.nodes import SinkNodeDef
 from streamtide.processor.operator import ColumnOperator, call_rows
 from streamtide.processor.topic_name import RecordContext
+from streamtide.runtime.collector import ColumnCollector, RecordCollector
 from streamtide.serde import Serde
-
-if TYPE_CHECKING:
-    from streamtide.runtime.collector import RecordCollector
 
 
 class SinkOperator(ColumnOperator):
@@ -37,8 +35,8 @@ class SinkOperator(ColumnOperator):
         self,
         definition: SinkNodeDef,
         topic: str,
-        key_serde: Serde,
-        value_serde: Serde,
+        key_serde: Serde[Any],
+        value_serde: Serde[Any],
         collector: RecordCollector,
         uses_default_serdes: bool = False,
     ) -> None:
@@ -106,7 +104,8 @@ class SinkOperator(ColumnOperator):
     ) -> None:
         """Each partition's rows in one call, in batch order."""
         timestamps, headers = batch.timestamps, batch.headers
-        send_many = getattr(self.collector, "send_many", None)
+        collector = self.collector
+        send_many = collector.send_many if isinstance(collector, ColumnCollector) else None
         whole = len(positions) == len(keys)
         ordered = sorted(positions, key=partitions.__getitem__)  # stable: batch order kept
         for partition, group in groupby(ordered, key=partitions.__getitem__):
@@ -135,8 +134,8 @@ class TopicChoosingSink(ColumnOperator):
     def __init__(
         self,
         definition: SinkNodeDef,
-        key_serde: Serde,
-        value_serde: Serde,
+        key_serde: Serde[Any],
+        value_serde: Serde[Any],
         collector: RecordCollector,
         uses_default_serdes: bool = False,
     ) -> None:

@@ -14,7 +14,9 @@ class SourceNode(Node):
     """The root of a piece's processing: the task deserializes its topics' columns with
     these serdes and hands each piece to ``emit``."""
 
-    def __init__(self, name: str, key_serde: Serde, value_serde: Serde, failures: Failures) -> None:
+    def __init__(
+        self, name: str, key_serde: Serde[Any], value_serde: Serde[Any], failures: Failures
+    ) -> None:
         super().__init__(name, (), failures)
         self.key_serde = key_serde
         self.value_serde = value_serde

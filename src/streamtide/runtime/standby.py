@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from streamtide.log.api import Log, LogRecord
 from streamtide.processor.api import StateStore
@@ -39,8 +40,8 @@ class StandbyTask:
         *,
         application_id: str = "streamtide-app",
         state_dir: Path | str = "./streamtide-state",
-        default_key_serde: Serde | None = None,
-        default_value_serde: Serde | None = None,
+        default_key_serde: Serde[Any] | None = None,
+        default_value_serde: Serde[Any] | None = None,
         snapshots: SnapshotStore | None = None,
         restore_batch_size: int = 10_000,
         fsync: bool = True,
@@ -119,6 +120,7 @@ class _StandbyContext(DelegatingStoreContext):
 
     def __init__(self, task: StandbyTask) -> None:
         self._task = task
+        self._standby = task
 
     @property
     def cache_enabled(self) -> bool:
@@ -128,4 +130,4 @@ class _StandbyContext(DelegatingStoreContext):
         return -1
 
     def register(self, store: StateStore) -> None:
-        self._task.stores.register(store)
+        self._standby.stores.register(store)

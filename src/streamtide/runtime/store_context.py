@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from streamtide.serde import Serde
+
+
+class StoreContextSource(Protocol):
+    """What a task (active or standby) tells its stores about itself."""
+
+    application_id: str
+    task_id: str
+    metrics: Any
+    state_dir: Path
+    default_key_serde: Serde[Any]
+    default_value_serde: Serde[Any]
 
 
 class DelegatingStoreContext:
     """A ``StateStoreContext`` whose fields come from ``self._task`` (active or standby)."""
 
-    _task: Any
+    _task: StoreContextSource
 
     @property
     def application_id(self) -> str:
@@ -30,9 +41,9 @@ class DelegatingStoreContext:
         return self._task.state_dir
 
     @property
-    def default_key_serde(self) -> Serde:
+    def default_key_serde(self) -> Serde[Any]:
         return self._task.default_key_serde
 
     @property
-    def default_value_serde(self) -> Serde:
+    def default_value_serde(self) -> Serde[Any]:
         return self._task.default_value_serde

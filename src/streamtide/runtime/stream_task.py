@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
@@ -55,6 +56,7 @@ from streamtide.runtime.stamping import SourceStamper
 from streamtide.runtime.store_context import DelegatingStoreContext
 from streamtide.runtime.task_stores import TaskStores
 from streamtide.serde import Serde, Serdes, resolve_serde
+from streamtide.task_id import TaskId
 from streamtide.time import UNKNOWN_TIME, Clock, SystemClock
 from streamtide.timestamp_extractor import TimestampExtractor
 
@@ -63,6 +65,8 @@ log = logging.getLogger(__name__)
 
 class _StoreContext(DelegatingStoreContext):
     """What the task's stores see of it."""
+
+    _task: StreamTask
 
     def __init__(self, task: StreamTask) -> None:
         self._task = task
@@ -90,7 +94,7 @@ def task_options(config: StreamsConfig) -> dict[str, Any]:
 
 
 def task_name(subtopology_id: int, partition: int) -> str:
-    return f"{subtopology_id}_{partition}"
+    return str(TaskId(subtopology_id, partition))
 
 
 class StreamTask:
@@ -110,8 +114,8 @@ class StreamTask:
         application_id: str = "streamtide-app",
         clock: Clock | None = None,
         state_dir: Path | str = "./streamtide-state",
-        default_key_serde: Serde | None = None,
-        default_value_serde: Serde | None = None,
+        default_key_serde: Serde[Any] | None = None,
+        default_value_serde: Serde[Any] | None = None,
         committed: TaskCommittedState | None = None,
         deserialization_handler: str | Handler = "fail",
         processing_handler: str | Handler = "fail",
@@ -265,7 +269,7 @@ class StreamTask:
             operator = node.operator
             if operator is not None:
                 context = NodeContext(self, node)
-                node.call(lambda o=operator, c=context: o.init(c))
+                node.call(partial(operator.init, context))
         self._initialized = True
         return self
 

@@ -203,7 +203,7 @@ def _add_write_time(reports: list[dict[str, Any]], ms: float) -> None:
 
 def _processing_s(reports: list[dict[str, Any]]) -> float:
     """Seconds the active tasks of a run spent on their input (not opening or restoring)."""
-    return (
+    return float(
         sum(r.get("duration_ms", 0.0) - r.get("phases_ms", {}).get("restore", 0.0) for r in reports)
         / 1000
     )

@@ -169,7 +169,7 @@ class ChangeLoggingKeyValueBytesStore(BytesLayoutStore, KeyValueBytesStore):
 
     def init(self, context: StateStoreContext) -> None:
         self._buffering = True
-        self.inner.init(_InnerContext(context))  # type: ignore[arg-type]
+        self.inner.init(_InnerContext(context))
         context.register(self)
 
     def open_standalone(

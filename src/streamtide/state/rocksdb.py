@@ -118,13 +118,12 @@ class RocksDBKeyValueBytesStore(KeyValueBytesStore):
                     break
                 time.sleep(0.05)  # a process handing the task over is closing it
         if self._db is None:
-            exc = error
             if recovery.held(path):
                 raise StoreError(
-                    f"cannot open RocksDB store {self.name!r} at {path}: {exc} (a database can "
+                    f"cannot open RocksDB store {self.name!r} at {path}: {error} (a database can "
                     "be open in one process only; is another worker or task still holding it?)"
-                ) from exc
-            self.wiped_reason = recovery.wipe(path, self.name, exc)
+                ) from error
+            self.wiped_reason = recovery.wipe(path, self.name, error)
             self.created_fresh = True
             try:
                 self._db = Rdict(str(path), _options())

@@ -127,9 +127,10 @@ class SessionStore(SegmentedLayoutStore):
                 next_drop += 1
             segment = end // interval
             if segment != last_segment:
-                prefix = prefixes.get(segment)
-                if prefix is None:
-                    prefix = prefixes[segment] = segments.prefix(segment)
+                cached = prefixes.get(segment)
+                if cached is None:
+                    cached = prefixes[segment] = segments.prefix(segment)
+                prefix = cached
                 last_segment = segment
             encoded = encoded_keys.get(key)
             if encoded is None:

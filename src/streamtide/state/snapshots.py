@@ -20,6 +20,7 @@ import tarfile
 import tempfile
 import uuid
 from pathlib import Path
+from typing import cast
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -82,7 +83,7 @@ def _copy_rocksdb(db_dir: Path, store: KeyValueBytesStore) -> None:
     try:
         batch: list[tuple[bytes, bytes | None]] = []
         for key, value in db.items():
-            batch.append((key, value))
+            batch.append((cast(bytes, key), value))  # raw mode: keys are bytes
             if len(batch) >= WRITE_BATCH_SIZE:
                 store.put_all(batch)
                 batch = []

@@ -123,15 +123,17 @@ class SerdeKeyValueStore(SerdeLayoutStore, KeyValueStore[Any, Any]):
         once); a chunk with an entry a serde rejects is decoded entry by entry, so every
         entry before it is still yielded before the error."""
         key_serde, value_serde = self.key_serde, self.value_serde
+        assert key_serde is not None and value_serde is not None  # given by init
         while chunk := list(islice(entries, _DECODE_CHUNK)):
-            keys = [k for k, _ in chunk]
-            values = [v for _, v in chunk]
+            keys: list[bytes | None] = [k for k, _ in chunk]
+            values: list[bytes | None] = [v for _, v in chunk]
+            decoded: Iterator[tuple[Any, Any]]
             try:
                 decoded = zip(
                     key_serde.deserialize_many(keys), value_serde.deserialize_many(values)
-                )  # type: ignore[union-attr]
+                )
             except SerdeError:
-                kd, vd = key_serde.deserialize, value_serde.deserialize  # type: ignore[union-attr]
+                kd, vd = key_serde.deserialize, value_serde.deserialize
                 decoded = ((kd(k), vd(v)) for k, v in chunk)
             yield from decoded
 

@@ -176,7 +176,9 @@ class StandaloneCluster:
     def alive_workers(self) -> int:
         """Workers the master lists as alive."""
         state = self._master_state() or {}
-        workers = state.get("workers") or []
+        workers = state.get("workers")
+        if not isinstance(workers, list):
+            return 0
         return sum(1 for w in workers if isinstance(w, dict) and w.get("state") == "ALIVE")
 
     def worker_of(self, app_id: str, executor_id: str) -> int | None:

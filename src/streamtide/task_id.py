@@ -1,4 +1,8 @@
-"""The identity of a task: one partition of one sub-topology."""
+"""The identity of a task: one partition of one sub-topology.
+
+At the bottom of the layers because every layer names tasks (state directories, changelog
+offsets, work units, the assignor). Text comes in as ``"0_3"`` from JSON records, file names
+and Kafka ids: ``TaskId.parse`` it there, and ``str()`` writes the same text back."""
 
 from __future__ import annotations
 
@@ -30,7 +34,7 @@ class TaskId:
         object.__setattr__(self, "_hash", hash((self.subtopology, self.partition)))
 
     def __hash__(self) -> int:
-        return self._hash  # type: ignore[attr-defined,no-any-return]
+        return self._hash  # type: ignore[attr-defined,no-any-return]  # set in __post_init__
 
     def __str__(self) -> str:
         return f"{self.subtopology}_{self.partition}"
