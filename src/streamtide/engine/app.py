@@ -42,6 +42,7 @@ from streamtide.engine.work_unit_routes import WorkUnitRoutes
 from streamtide.errors import ConfigError
 from streamtide.log import open_log
 from streamtide.processor.topology import Topology
+from streamtide.runtime.work_unit import TaskStoresFactory
 
 log = logging.getLogger("streamtide.engine")
 
@@ -57,7 +58,7 @@ class StreamsApp:
         *,
         master: str = "local[2]",
         assignor: Assignor = assign,
-        stores_factory: Any = "durable",
+        stores_factory: TaskStoresFactory | None = None,
         launcher: WorkUnitLauncher | None = None,
     ) -> None:
         self.topology = topology
@@ -66,11 +67,11 @@ class StreamsApp:
         self._master = check_master(master)
         self._owns_spark = spark is None
         self.assignor = assignor
-        if stores_factory == "durable":
+        if stores_factory is None:  # the durable RocksDB stores over the log
             from streamtide.runtime.state_factory import make_task_stores
 
             stores_factory = make_task_stores
-        self.stores_factory = stores_factory
+        self.stores_factory: TaskStoresFactory = stores_factory
         self.log = open_log(self.config.log, **self.config.log_options)
         self.app_dir = AppDirectory(app_dir_for(self.config), self.config.application_id)
         self.committer = open_committer(self.app_dir, self.log, self.config.application_id)
@@ -179,12 +180,14 @@ class StreamsApp:
         runner = self._runner
         assert runner.launcher is not None and runner.blob is not None
         runner.routes = WorkUnitRoutes(
-            runner.launcher,
-            runner.blob,
-            self.config.application_id,
-            str(self.app_dir.root),
-            self.committer.epoch,
-            max_age=cast(float, self.config.work_unit_max_age) / 1000,  # ms once configured
+            ContinuousWorkers(
+                runner.launcher,
+                runner.blob,
+                self.config.application_id,
+                str(self.app_dir.root),
+                self.committer.epoch,
+                max_age=cast(float, self.config.work_unit_max_age) / 1000,  # ms once configured
+            )
         )
 
     def _follow_topic_patterns(self) -> None:

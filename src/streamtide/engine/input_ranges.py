@@ -18,6 +18,7 @@ from streamtide.engine.ranges import aligned_ends
 from streamtide.engine.sources import SourcePosition, input_start
 from streamtide.processor.punctuation import is_wall_clock_schedule
 from streamtide.runtime.committed import offset_key
+from streamtide.task_id import TaskId
 
 
 class InputRanges:
@@ -55,10 +56,10 @@ class InputRanges:
         topic_ids = {t: i for t in stage.source_topics if (i := log_.topic_id(t)) is not None}
         counts = {topic: log_.partitions(topic) for topic in stage.source_topics}
         keys = [
-            (topic, int(task.split("_")[1]))
+            (topic, TaskId.parse(task).partition)
             for task in stage.task_ids
             for topic in stage.source_topics
-            if int(task.split("_")[1]) < counts[topic]
+            if TaskId.parse(task).partition < counts[topic]
         ]
         # every partition's offsets at once (one request each on Kafka)
         begins = log_.begin_offsets(keys)
@@ -113,7 +114,7 @@ class InputRanges:
         for stage in state.stages:
             counts = {topic: log_.partitions(topic) for topic in stage.source_topics}
             for task in stage.task_ids:
-                partition = int(task.split("_")[1])
+                partition = TaskId.parse(task).partition
                 task_state = state.task_states.get(task)
                 committed[task] = [
                     (

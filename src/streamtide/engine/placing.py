@@ -27,6 +27,7 @@ from streamtide.engine.progress import BatchProgress
 from streamtide.engine.protocol import CommitRecord
 from streamtide.errors import StreamtideError
 from streamtide.runtime.committed import offset_key
+from streamtide.task_id import TaskId
 
 log = logging.getLogger("streamtide.engine")
 
@@ -141,7 +142,8 @@ class Placing:
         table's is the committed input offset (its changelog is the source topic, read no
         further than processed)."""
         state = self.state
-        sub, partition = (int(x) for x in task.split("_"))
+        parsed = TaskId.parse(task)
+        sub, partition = parsed.subtopology, parsed.partition
         stage = state.stages[sub]
         ends = {}
         for store, topic in stage.changelog_topics.items():

@@ -12,7 +12,6 @@ from typing import Any
 from streamtide.assignment import Assignment
 from streamtide.engine.continuous import ContinuousWorkers, SlotKey
 from streamtide.engine.interop import ExecutorInfo
-from streamtide.engine.launcher import WorkUnitLauncher
 from streamtide.engine.placement import slot_units
 from streamtide.engine.plan import Stage
 from streamtide.engine.queryable import ask_work_units
@@ -26,18 +25,8 @@ Unit = tuple[int, dict[str, Any], ExecutorInfo, int]
 class WorkUnitRoutes:
     """The long-running work units of one driver, and what runs where."""
 
-    def __init__(
-        self,
-        launcher: WorkUnitLauncher,
-        blob: bytes,
-        application_id: str,
-        app_dir: str,
-        epoch: int,
-        max_age: float,
-    ) -> None:
-        self.workers = ContinuousWorkers(
-            launcher, blob, application_id, app_dir, epoch, max_age=max_age
-        )
+    def __init__(self, workers: ContinuousWorkers) -> None:
+        self.workers = workers
         self._layout: dict[SlotKey, set[str]] = {}
         #: the slot that last ran each task (to tell it the outcome, to ask it queries)
         self.ran_in: dict[str, SlotKey] = {}

@@ -28,6 +28,7 @@ from streamtide.log.source_marks import SourceMark
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.repartition_order import SOURCE_HEADER
+from streamtide.task_id import TaskId
 
 #: Kafka's default ``offset.metadata.max.bytes``: the task state must fit in it.
 MAX_METADATA_BYTES = 4096
@@ -48,7 +49,8 @@ def source_partitions(
 ) -> list[tuple[str, int]]:
     """The (physical) source partitions a task reads: its partition of each source topic
     that has it (the offsets its commits carry)."""
-    subtopology, partition = (int(part) for part in task_id.split("_"))
+    parsed = TaskId.parse(task_id)
+    subtopology, partition = parsed.subtopology, parsed.partition
     topics = (
         topology.resolve_topic(topic, application_id)
         for topic in topology.subtopology(subtopology).source_topics
@@ -196,7 +198,7 @@ class KafkaTaskCommit:
         twice (duplicated outputs; counts that count a record twice)."""
         found = self.committed_state(committed) or TaskCommittedState()
         planned = TaskCommittedState.from_dict(state)
-        partition = int(self.task_id.split("_")[1])
+        partition = TaskId.parse(self.task_id).partition
         keys = {topic: offset_key(topic, partition) for topic in ranges}
         starts_committed = all(
             found.offsets.get(key, int(ranges[topic][0])) == int(ranges[topic][0])

@@ -32,6 +32,7 @@ from streamtide.state.changelogging import (
 from streamtide.state.checkpoint import TaskCheckpoint
 from streamtide.state.snapshots import SnapshotStore
 from streamtide.state.timestamped import encode
+from streamtide.task_id import TaskId
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ def ensure_changelog_topic(
     partition count of its widest source topic)."""
     if log_.has_topic(cl.topic):
         return
-    sub = topology.subtopology(int(context.task_id.split("_")[0]))
+    sub = topology.subtopology(TaskId.parse(context.task_id).subtopology)
     counts = [cl.partition + 1]
     for topic in sub.source_topics:
         physical = topology.resolve_topic(topic, context.application_id)

@@ -57,6 +57,7 @@ from streamtide.runtime.store_query import (
 from streamtide.runtime.stream_task import StreamTask, task_options
 from streamtide.runtime.task_lifecycle import CloseReason, Lifecycle, PendingRun, TaskState
 from streamtide.state.rocksdb_handover import handover
+from streamtide.task_id import TaskId
 
 log = logging.getLogger(__name__)
 
@@ -309,7 +310,8 @@ class TaskHost:
     ) -> _Held:
         """Open an active task at committed ``state`` (``commit``: the task's commit to keep,
         when it reopens; a new one otherwise)."""
-        subtopology, partition = (int(part) for part in task_id.split("_"))
+        parsed = TaskId.parse(task_id)
+        subtopology, partition = parsed.subtopology, parsed.partition
         collector = SegmentCollector(self.log)
         sub = self.topology.subtopology(subtopology)
         if commit is None:
@@ -400,7 +402,8 @@ class TaskHost:
     def _new_standby(self, task_id: str, input_offsets: dict[str, int] | None) -> StandbyTask:
         """An unopened standby copy of ``task_id``'s logged stores, in the directory its
         active task uses."""
-        subtopology, partition = (int(part) for part in task_id.split("_"))
+        parsed = TaskId.parse(task_id)
+        subtopology, partition = parsed.subtopology, parsed.partition
         stores = self.stores_factory(
             topology=self.topology,
             config=self.config,

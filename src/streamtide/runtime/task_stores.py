@@ -40,6 +40,7 @@ from streamtide.runtime.restore import (
 from streamtide.state.changelogging import ChangeLoggingKeyValueBytesStore
 from streamtide.state.checkpoint import TaskCheckpoint, load_checkpoint, write_checkpoint
 from streamtide.state.snapshots import SnapshotStore
+from streamtide.task_id import TaskId
 
 if TYPE_CHECKING:
     from streamtide.processor.topology import Topology
@@ -50,7 +51,7 @@ log = logging.getLogger(__name__)
 
 def partition_of(task_id: str) -> int:
     """The input partition a task id ``"<subtopology>_<partition>"`` names."""
-    return int(task_id.rsplit("_", 1)[1])
+    return TaskId.parse(task_id).partition
 
 
 class TaskStores:

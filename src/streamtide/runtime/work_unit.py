@@ -22,6 +22,7 @@ from streamtide.processor.topology import Topology
 from streamtide.runtime.global_stores import GlobalStores
 from streamtide.runtime.kafka_task_commit import unit_transactional_id
 from streamtide.runtime.task_host import TaskHost, new_attempt
+from streamtide.task_id import TaskId
 
 
 @dataclass
@@ -34,11 +35,11 @@ class ActiveSpec:
 
     @property
     def subtopology(self) -> int:
-        return int(self.task_id.split("_")[0])
+        return TaskId.parse(self.task_id).subtopology
 
     @property
     def partition(self) -> int:
-        return int(self.task_id.split("_")[1])
+        return TaskId.parse(self.task_id).partition
 
 
 @dataclass
