@@ -65,7 +65,7 @@ def test_a_processing_error_is_rebuilt_with_its_type_and_record() -> None:
         offset=41,
     )
     report = failure_report(raised(error, ZeroDivisionError("division by zero")))
-    assert not report["fatal"]
+    assert not report.fatal
     again = rebuild(report)
     assert type(again) is StreamsProcessingError and str(again) == str(error)
     assert (again.node, again.task_id, again.offset) == (error.node, "0_1", 41)
@@ -94,7 +94,7 @@ class CustomStoreError(Exception):
 )
 def test_errors_no_retry_can_heal_are_fatal(exc, cause, fatal) -> None:
     report = failure_report(raised(exc, cause), fatal_exceptions=(CustomStoreError,))
-    assert report["fatal"] is fatal
+    assert report.fatal is fatal
     rebuilt = rebuild(report)
     assert isinstance(rebuilt, StreamtideError)
     assert type(rebuilt) is (type(exc) if isinstance(exc, StreamtideError) else StreamtideError)

@@ -104,7 +104,7 @@ def serve(host: str, port: str, secret: str, fingerprint: str, config_json: str)
                 )
             except Exception as exc:
                 tasks.close()
-                reports.append({"failure": failure_report(exc, ())})
+                reports.append({"failure": failure_report(exc, ()).to_dict()})
         return reports
 
     def gone() -> str | None:

@@ -20,6 +20,7 @@ RocksDB) and is retried.
 from __future__ import annotations
 
 import traceback
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from streamtide import errors
@@ -63,8 +64,44 @@ class RemoteTraceback(Exception):
     error on the driver)."""
 
 
-def failure_report(exc: BaseException, fatal_exceptions: tuple[type, ...] = ()) -> dict[str, Any]:
-    """A JSON-able report of ``exc`` raised in a work unit."""
+@dataclass(frozen=True)
+class FailureReport:
+    """What a work unit reports instead of raising: enough for the driver to rebuild the error
+    as its own type, show where it came from, and decide whether to retry."""
+
+    #: the ``streamtide.errors`` type's name, or "" for an error of another type
+    type: str
+    #: ``"<type>: <text>"`` of the error as raised
+    error: str
+    message: str
+    #: where it happened: task_id, node, topic, partition, offset (None where unknown)
+    fields: dict[str, Any]
+    cause: str | None
+    #: no retry can heal it
+    fatal: bool
+    #: the last lines of its trace
+    trace: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-able form a work unit sends."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FailureReport:
+        """Read back what ``to_dict`` wrote."""
+        return cls(
+            type=str(data["type"]),
+            error=str(data["error"]),
+            message=str(data["message"]),
+            fields=dict(data["fields"]),
+            cause=None if data["cause"] is None else str(data["cause"]),
+            fatal=bool(data["fatal"]),
+            trace=str(data["trace"]),
+        )
+
+
+def failure_report(exc: BaseException, fatal_exceptions: tuple[type, ...] = ()) -> FailureReport:
+    """The report of ``exc`` raised in a work unit."""
     cause = exc.__cause__ or exc.__context__
     fatal = (
         isinstance(exc, FATAL_TYPES)
@@ -75,27 +112,27 @@ def failure_report(exc: BaseException, fatal_exceptions: tuple[type, ...] = ()) 
         or any(isinstance(e, fatal_exceptions) for e in _chain(exc))
     )
     trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    return {
-        "type": type(exc).__name__ if _is_ours(type(exc)) else "",
-        "error": f"{type(exc).__name__}: {exc}",
-        "message": getattr(exc, "message", None) or str(exc),
-        "fields": {f: getattr(exc, f, None) for f in _FIELDS},
-        "cause": None if cause is None else f"{type(cause).__name__}: {cause}",
-        "fatal": fatal,
-        "trace": "\n".join(trace.rstrip().splitlines()[-_TRACE_LINES:]),
-    }
+    return FailureReport(
+        type=type(exc).__name__ if _is_ours(type(exc)) else "",
+        error=f"{type(exc).__name__}: {exc}",
+        message=getattr(exc, "message", None) or str(exc),
+        fields={f: getattr(exc, f, None) for f in _FIELDS},
+        cause=None if cause is None else f"{type(cause).__name__}: {cause}",
+        fatal=fatal,
+        trace="\n".join(trace.rstrip().splitlines()[-_TRACE_LINES:]),
+    )
 
 
-def rebuild(report: dict[str, Any]) -> StreamtideError:
+def rebuild(report: FailureReport) -> StreamtideError:
     """The driver-side error for a failure report: the same ``streamtide.errors`` type where
     it was one, else a ``StreamtideError`` naming the original type."""
-    cls = getattr(errors, report["type"], None) if report["type"] else None
+    cls = getattr(errors, report.type, None) if report.type else None
     if isinstance(cls, type) and issubclass(cls, StreamsProcessingError):
-        fields = {k: v for k, v in report["fields"].items() if v is not None}
-        return cls(report["message"], **fields)
+        fields = {k: v for k, v in report.fields.items() if v is not None}
+        return cls(report.message, **fields)
     if isinstance(cls, type) and issubclass(cls, StreamtideError):
-        return cls(report["message"])
-    return StreamtideError(f"a work unit failed: {report['error']}")
+        return cls(report.message)
+    return StreamtideError(f"a work unit failed: {report.error}")
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

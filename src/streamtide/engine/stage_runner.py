@@ -19,7 +19,7 @@ from typing import Any
 from streamtide.assignment import Assignment
 from streamtide.engine.continuous import WorkerLostError
 from streamtide.engine.driver_state import DriverState
-from streamtide.engine.failures import RemoteTraceback, rebuild
+from streamtide.engine.failures import FailureReport, RemoteTraceback, rebuild
 from streamtide.engine.input_ranges import InputRanges
 from streamtide.engine.interop import ExecutorInfo, PinnedExecutorLostError, run_pinned_watched
 from streamtide.engine.launcher import WorkUnitLauncher
@@ -251,7 +251,9 @@ class StageRunner:
                 cause = RemoteTraceback("\n".join(str(exc).splitlines()[-25:]))
                 continue
             results = [(sub, ex.id, report) for (sub, _, ex, _), report in zip(units, reports)]
-            failures = [r["failure"] for _, _, r in results if "failure" in r]
+            failures = [
+                FailureReport.from_dict(r["failure"]) for _, _, r in results if "failure" in r
+            ]
             if not failures:
                 if progress is not None:
                     progress.add_work_unit_reports(reports)
@@ -260,10 +262,10 @@ class StageRunner:
                     done[sub].append((client, report))
                 return done
             failure = failures[0]
-            last_error, cause = rebuild(failure), RemoteTraceback(failure["trace"])
+            last_error, cause = rebuild(failure), RemoteTraceback(failure.trace)
             if self.state.committer.retries(last_error):
                 continue
-            if failure["fatal"]:
+            if failure.fatal:
                 raise last_error from cause  # retrying cannot help: report it once
         assert last_error is not None
         raise last_error from cause

@@ -78,7 +78,7 @@ def run_payloads(blob: bytes, payloads: Iterable[str]) -> Iterator[str]:
             report = run_work_unit(topology, config, log_, spec, factory, global_stores)
         except Exception as exc:  # reported, not raised: the driver decides about retries
             fatal = config.fatal_exceptions if loading is None else ()
-            report = {"failure": failure_report(exc, fatal)}
+            report = {"failure": failure_report(exc, fatal).to_dict()}
         report["ran_on"] = {"executor": observed_executor(), "pid": os.getpid()}
         yield json.dumps(report)
 
@@ -261,7 +261,7 @@ def _run_units(host: Any, units: list[dict[str, Any]], blob: bytes) -> list[dict
             report = run_work_unit(topology, config, log_, spec, factory, host=host)
         except Exception as exc:  # reported, not raised: the driver decides about retries
             host.close()  # what the failed run left open is not trusted
-            report = {"failure": failure_report(exc, config.fatal_exceptions)}
+            report = {"failure": failure_report(exc, config.fatal_exceptions).to_dict()}
         report["ran_on"] = {"executor": observed_executor(), "pid": os.getpid()}
         reports.append(report)
     return reports
