@@ -206,7 +206,9 @@ class _Answers:
         self.sock = sock
         self.host = host
         self.run_units = run_units
-        self.settle_ms = 0.0  # spent settling since the last run (reported with the next run)
+        #: spent settling since the last run (reported with the next run), the checkpoints
+        #: written after a run included (``TaskHost.checkpoint_due``)
+        self.settle_ms = 0.0
         self._handlers: dict[type, Callable[[Any], None]] = {
             RunUnits: self.run,
             Settle: self.settle,
@@ -225,9 +227,14 @@ class _Answers:
         send_message(self.sock, encode(reply))
 
     def run(self, message: RunUnits) -> None:
+        import time
+
         reports = self.run_units(list(message.units))
         self._send(UnitsRan(tuple(reports), round(self.settle_ms, 3)))
-        self.settle_ms = 0.0
+        # the driver now seals: the time to write the checkpoints that are due
+        began = time.perf_counter()
+        self.host.checkpoint_due()
+        self.settle_ms = (time.perf_counter() - began) * 1000
 
     def settle(self, message: Settle) -> None:
         import time
