@@ -9,30 +9,34 @@ from streamtide.lazy_exports import lazy_exports
 
 if TYPE_CHECKING:
     from streamtide.config import StreamsConfig
-    from streamtide.dsl.builder import StreamsBuilder
-    from streamtide.dsl.deduplicate import Deduplicated
-    from streamtide.dsl.emit_strategy import EmitStrategy
-    from streamtide.dsl.global_table import GlobalKTable
-    from streamtide.dsl.join_windows import JoinWindows, StreamJoined
-    from streamtide.dsl.kgrouped import KGroupedStream
-    from streamtide.dsl.kgrouped_table import KGroupedTable
-    from streamtide.dsl.kstream import KStream
-    from streamtide.dsl.ktable import KTable
-    from streamtide.dsl.params import (
+    from streamtide.dsl import (
+        BufferConfig,
         Consumed,
+        Deduplicated,
+        EmitStrategy,
+        GlobalKTable,
         Grouped,
         Joined,
+        JoinWindows,
+        KGroupedStream,
+        KGroupedTable,
+        KStream,
+        KTable,
         Materialized,
         Named,
+        Printed,
         Produced,
         Repartitioned,
+        SessionMerger,
+        SessionWindows,
+        SlidingWindows,
+        StreamJoined,
+        StreamsBuilder,
+        Suppressed,
         TableJoined,
+        TimeWindows,
     )
-    from streamtide.dsl.printed import Printed
     from streamtide.dsl.process_values import KeyChangedError
-    from streamtide.dsl.suppressed import BufferConfig, Suppressed
-    from streamtide.dsl.windowed import SessionMerger
-    from streamtide.dsl.windows import SessionWindows, SlidingWindows, TimeWindows
     from streamtide.engine.app import StreamsApp
     from streamtide.errors import (
         BufferFullError,
@@ -69,58 +73,58 @@ if TYPE_CHECKING:
 
 #: Each exported name and the module that defines it (imported when first asked for).
 _EXPORTS = {
-    "BufferConfig": "streamtide.dsl.suppressed",
+    "BufferConfig": "streamtide.dsl",
     "BufferFullError": "streamtide.errors",
     "Cancellable": "streamtide.processor.api",
     "ConfigError": "streamtide.errors",
-    "Consumed": "streamtide.dsl.params",
+    "Consumed": "streamtide.dsl",
     "ConsumerRecord": "streamtide.timestamp_extractor",
-    "Deduplicated": "streamtide.dsl.deduplicate",
-    "EmitStrategy": "streamtide.dsl.emit_strategy",
+    "Deduplicated": "streamtide.dsl",
+    "EmitStrategy": "streamtide.dsl",
     "ErrorHandlerContext": "streamtide.handlers",
-    "GlobalKTable": "streamtide.dsl.global_table",
-    "Grouped": "streamtide.dsl.params",
+    "GlobalKTable": "streamtide.dsl",
+    "Grouped": "streamtide.dsl",
     "HandlerFailedError": "streamtide.errors",
     "InvalidStateStoreError": "streamtide.errors",
-    "JoinWindows": "streamtide.dsl.join_windows",
-    "Joined": "streamtide.dsl.params",
-    "KGroupedStream": "streamtide.dsl.kgrouped",
-    "KGroupedTable": "streamtide.dsl.kgrouped_table",
-    "KStream": "streamtide.dsl.kstream",
-    "KTable": "streamtide.dsl.ktable",
+    "JoinWindows": "streamtide.dsl",
+    "Joined": "streamtide.dsl",
+    "KGroupedStream": "streamtide.dsl",
+    "KGroupedTable": "streamtide.dsl",
+    "KStream": "streamtide.dsl",
+    "KTable": "streamtide.dsl",
     "KeyChangedError": "streamtide.dsl.process_values",
     "KeyValueStore": "streamtide.state.api",
     "LogError": "streamtide.errors",
-    "Materialized": "streamtide.dsl.params",
-    "Named": "streamtide.dsl.params",
-    "Printed": "streamtide.dsl.printed",
+    "Materialized": "streamtide.dsl",
+    "Named": "streamtide.dsl",
+    "Printed": "streamtide.dsl",
     "ProcessingHandlerResponse": "streamtide.handlers",
     "Processor": "streamtide.processor.api",
     "ProcessorContext": "streamtide.processor.api",
-    "Produced": "streamtide.dsl.params",
+    "Produced": "streamtide.dsl",
     "PunctuationType": "streamtide.processor.api",
     "Record": "streamtide.record",
     "RecordContext": "streamtide.processor.topic_name",
     "RecordMetadata": "streamtide.record",
-    "Repartitioned": "streamtide.dsl.params",
+    "Repartitioned": "streamtide.dsl",
     "Serde": "streamtide.serde",
     "SerdeError": "streamtide.errors",
     "Serdes": "streamtide.serde",
-    "SessionMerger": "streamtide.dsl.windowed",
-    "SessionWindows": "streamtide.dsl.windows",
-    "SlidingWindows": "streamtide.dsl.windows",
+    "SessionMerger": "streamtide.dsl",
+    "SessionWindows": "streamtide.dsl",
+    "SlidingWindows": "streamtide.dsl",
     "StateStore": "streamtide.processor.api",
     "StoreError": "streamtide.errors",
     "Stores": "streamtide.state.stores",
-    "StreamJoined": "streamtide.dsl.join_windows",
+    "StreamJoined": "streamtide.dsl",
     "StreamsApp": "streamtide.engine.app",
-    "StreamsBuilder": "streamtide.dsl.builder",
+    "StreamsBuilder": "streamtide.dsl",
     "StreamsConfig": "streamtide.config",
     "StreamsProcessingError": "streamtide.errors",
     "StreamtideError": "streamtide.errors",
-    "Suppressed": "streamtide.dsl.suppressed",
-    "TableJoined": "streamtide.dsl.params",
-    "TimeWindows": "streamtide.dsl.windows",
+    "Suppressed": "streamtide.dsl",
+    "TableJoined": "streamtide.dsl",
+    "TimeWindows": "streamtide.dsl",
     "TimestampExtractor": "streamtide.timestamp_extractor",
     "TopicNameExtractor": "streamtide.processor.topic_name",
     "Topology": "streamtide.processor.topology",
