@@ -151,6 +151,8 @@ def run_task(
                 if profiler is not None:
                     profiler.enable()
                 report = run_work_unit(topology, config, log, spec, make_task_stores, host=host)
+                if host is not None:  # what a long-running work unit does once it replied
+                    host.checkpoint_due()
                 if profiler is not None:
                     profiler.disable()
                 if on_report is not None:

@@ -3,77 +3,143 @@
 Everything a user needs is importable from here; other modules are internals that may change.
 """
 
-from streamtide.config import StreamsConfig
-from streamtide.dsl import (
-    BufferConfig,
-    Consumed,
-    Deduplicated,
-    EmitStrategy,
-    GlobalKTable,
-    Grouped,
-    Joined,
-    JoinWindows,
-    KGroupedStream,
-    KGroupedTable,
-    KStream,
-    KTable,
-    Materialized,
-    Named,
-    Printed,
-    Produced,
-    Repartitioned,
-    SessionMerger,
-    SessionWindows,
-    SlidingWindows,
-    StreamJoined,
-    StreamsBuilder,
-    Suppressed,
-    TableJoined,
-    TimeWindows,
-)
-from streamtide.dsl.process_values import KeyChangedError
-from streamtide.errors import (
-    BufferFullError,
-    ConfigError,
-    HandlerFailedError,
-    InvalidStateStoreError,
-    LogError,
-    SerdeError,
-    StoreError,
-    StreamsProcessingError,
-    StreamtideError,
-    TopologyError,
-    UnknownTopicError,
-    UnsupportedVersionError,
-    UserCodeError,
-)
-from streamtide.handlers import ErrorHandlerContext, ProcessingHandlerResponse
-from streamtide.processor import (
-    Cancellable,
-    Processor,
-    ProcessorContext,
-    PunctuationType,
-    RecordContext,
-    StateStore,
-    TopicNameExtractor,
-    Topology,
-)
-from streamtide.record import Record, RecordMetadata
-from streamtide.serde import Serde, Serdes
-from streamtide.state import KeyValueStore, Stores, VersionedRecord
-from streamtide.timestamp_extractor import ConsumerRecord, TimestampExtractor
-from streamtide.window import Window, Windowed
+from typing import TYPE_CHECKING
+
+from streamtide.lazy_exports import lazy_exports
+
+if TYPE_CHECKING:
+    from streamtide.config import StreamsConfig
+    from streamtide.dsl import (
+        BufferConfig,
+        Consumed,
+        Deduplicated,
+        EmitStrategy,
+        GlobalKTable,
+        Grouped,
+        Joined,
+        JoinWindows,
+        KGroupedStream,
+        KGroupedTable,
+        KStream,
+        KTable,
+        Materialized,
+        Named,
+        Printed,
+        Produced,
+        Repartitioned,
+        SessionMerger,
+        SessionWindows,
+        SlidingWindows,
+        StreamJoined,
+        StreamsBuilder,
+        Suppressed,
+        TableJoined,
+        TimeWindows,
+    )
+    from streamtide.dsl.process_values import KeyChangedError
+    from streamtide.engine.app import StreamsApp
+    from streamtide.errors import (
+        BufferFullError,
+        ConfigError,
+        HandlerFailedError,
+        InvalidStateStoreError,
+        LogError,
+        SerdeError,
+        StoreError,
+        StreamsProcessingError,
+        StreamtideError,
+        TopologyError,
+        UnknownTopicError,
+        UnsupportedVersionError,
+        UserCodeError,
+    )
+    from streamtide.handlers import ErrorHandlerContext, ProcessingHandlerResponse
+    from streamtide.processor.api import (
+        Cancellable,
+        Processor,
+        ProcessorContext,
+        PunctuationType,
+        StateStore,
+    )
+    from streamtide.processor.topic_name import RecordContext, TopicNameExtractor
+    from streamtide.processor.topology import Topology
+    from streamtide.record import Record, RecordMetadata
+    from streamtide.serde import Serde, Serdes
+    from streamtide.state.api import KeyValueStore
+    from streamtide.state.stores import Stores
+    from streamtide.state.versioned import VersionedRecord
+    from streamtide.timestamp_extractor import ConsumerRecord, TimestampExtractor
+    from streamtide.window import Window, Windowed
+
+#: Each exported name and the module that defines it (imported when first asked for).
+_EXPORTS = {
+    "BufferConfig": "streamtide.dsl",
+    "BufferFullError": "streamtide.errors",
+    "Cancellable": "streamtide.processor.api",
+    "ConfigError": "streamtide.errors",
+    "Consumed": "streamtide.dsl",
+    "ConsumerRecord": "streamtide.timestamp_extractor",
+    "Deduplicated": "streamtide.dsl",
+    "EmitStrategy": "streamtide.dsl",
+    "ErrorHandlerContext": "streamtide.handlers",
+    "GlobalKTable": "streamtide.dsl",
+    "Grouped": "streamtide.dsl",
+    "HandlerFailedError": "streamtide.errors",
+    "InvalidStateStoreError": "streamtide.errors",
+    "JoinWindows": "streamtide.dsl",
+    "Joined": "streamtide.dsl",
+    "KGroupedStream": "streamtide.dsl",
+    "KGroupedTable": "streamtide.dsl",
+    "KStream": "streamtide.dsl",
+    "KTable": "streamtide.dsl",
+    "KeyChangedError": "streamtide.dsl.process_values",
+    "KeyValueStore": "streamtide.state.api",
+    "LogError": "streamtide.errors",
+    "Materialized": "streamtide.dsl",
+    "Named": "streamtide.dsl",
+    "Printed": "streamtide.dsl",
+    "ProcessingHandlerResponse": "streamtide.handlers",
+    "Processor": "streamtide.processor.api",
+    "ProcessorContext": "streamtide.processor.api",
+    "Produced": "streamtide.dsl",
+    "PunctuationType": "streamtide.processor.api",
+    "Record": "streamtide.record",
+    "RecordContext": "streamtide.processor.topic_name",
+    "RecordMetadata": "streamtide.record",
+    "Repartitioned": "streamtide.dsl",
+    "Serde": "streamtide.serde",
+    "SerdeError": "streamtide.errors",
+    "Serdes": "streamtide.serde",
+    "SessionMerger": "streamtide.dsl",
+    "SessionWindows": "streamtide.dsl",
+    "SlidingWindows": "streamtide.dsl",
+    "StateStore": "streamtide.processor.api",
+    "StoreError": "streamtide.errors",
+    "Stores": "streamtide.state.stores",
+    "StreamJoined": "streamtide.dsl",
+    "StreamsApp": "streamtide.engine.app",
+    "StreamsBuilder": "streamtide.dsl",
+    "StreamsConfig": "streamtide.config",
+    "StreamsProcessingError": "streamtide.errors",
+    "StreamtideError": "streamtide.errors",
+    "Suppressed": "streamtide.dsl",
+    "TableJoined": "streamtide.dsl",
+    "TimeWindows": "streamtide.dsl",
+    "TimestampExtractor": "streamtide.timestamp_extractor",
+    "TopicNameExtractor": "streamtide.processor.topic_name",
+    "Topology": "streamtide.processor.topology",
+    "TopologyError": "streamtide.errors",
+    "UnknownTopicError": "streamtide.errors",
+    "UnsupportedVersionError": "streamtide.errors",
+    "UserCodeError": "streamtide.errors",
+    "VersionedRecord": "streamtide.state.versioned",
+    "Window": "streamtide.window",
+    "Windowed": "streamtide.window",
+}
 
 __version__ = "0.1.0"
 
-
-def __getattr__(name: str):  # the engine pulls in Spark: import it only when asked for
-    if name == "StreamsApp":
-        from streamtide.engine.app import StreamsApp
-
-        return StreamsApp
-    raise AttributeError(f"module 'streamtide' has no attribute {name!r}")
-
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
 
 __all__ = [
     "BufferConfig",

@@ -116,7 +116,7 @@ def test_a_process_without_the_secret_is_refused(spark, log_url, tmp_path) -> No
     assert host == "127.0.0.1"  # a local master: loopback only, never every interface
     with pytest.raises(HandshakeError, match="authentication failed"):
         hello = {"slot": ["driver", 0]}
-        connect(host, port, "not-the-secret", workers._identity.fingerprint, hello).close()
+        connect(host, port, "not-the-secret", workers._server.identity.fingerprint, hello).close()
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and not all(s["connected"] for s in workers.slots().values()):
         time.sleep(0.1)

@@ -111,7 +111,7 @@ def serve(host: str, port: str, secret: str, fingerprint: str, config_json: str)
         return "the driver died" if os.getppid() != parent else None
 
     try:
-        answer_driver(sock, tasks, run, gone)
+        answer_driver(sock, tasks, run, gone, tasks.checkpoint_due)
     finally:
         tasks.close()
         sock.close()

@@ -300,3 +300,31 @@ def test_a_run_that_opened_active_tasks_starts_no_new_replica(tmp_path: Path) ->
     assert setup.host.held == {"0_0", "0_1"}
     setup.host.close()
     elsewhere.close()
+
+
+def test_a_kept_task_writes_its_due_checkpoint_after_the_run_not_within_the_settle(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import streamtide.runtime.task_host as task_host
+    from streamtide.state.checkpoint import read_checkpoint
+
+    monkeypatch.setattr(task_host, "KEPT_CHECKPOINT_RECORDS", 3)
+    setup = _Setup(tmp_path)
+    setup.log.append("in", 0, [LogRecord(k.encode(), b"x", i) for i, k in enumerate("abcdef")])
+    first = setup.run(0, 0, 4, {})  # four changelog records: a checkpoint is due once settled
+    setup.seal(first, 0)
+    setup.host.settle({"0_0": first["writer"]})
+    stores = setup.host._active["0_0"].task.stores
+    assert stores.task_dir is not None
+    before = read_checkpoint(stores.task_dir)
+    assert before is None or before.offsets.get("counts", 0) == 0  # the settle wrote none
+    second = setup.run(1, 4, 6, first["state"])  # held, not settled: the stores hold batch 0
+    assert setup.host.checkpoint_due() == 1
+    written = read_checkpoint(stores.task_dir)
+    assert written is not None and written.offsets == {"counts": 4}  # batch 0's, not 1's
+    assert setup.host.checkpoint_due() == 0  # nothing new applied since
+    setup.seal(second, 1)
+    setup.host.settle({"0_0": second["writer"]})
+    assert setup.host.checkpoint_due() == 0  # two records since: not due yet
+    setup.host.close()
+    assert read_checkpoint(stores.task_dir).offsets == {"counts": 6}  # closing writes it

@@ -78,20 +78,25 @@ class BatchLoop:
         interval = cast(float, self.state.config.commit_interval) / 1000  # ms once configured
         inputs = self.inputs
         ran = False
+        waiting: bool | None = None  # known right after a batch: not asked again at once
         try:
             while not self._stop.is_set():
                 began = time.monotonic()
-                waiting = inputs.waiting()
+                if waiting is None:
+                    waiting = inputs.waiting()
                 if not ran or waiting or due_now(inputs.next_wall_clock_punctuation()):
                     self.run_batch()
                     ran = True
                     waiting = inputs.waiting()
+                    if waiting:
+                        continue  # the next batch at once
                 if not waiting:  # idle: no Spark job until input arrives or a punctuator is due
                     pause = interval - (time.monotonic() - began)
                     due = inputs.next_wall_clock_punctuation()
                     if due is not None:
                         pause = min(pause, due / 1000 - time.time())
                     self._stop.wait(max(0.0, pause))
+                waiting = None
         except BaseException as exc:  # reported by await_termination
             self.error = exc
             log.error("application %s stopped: %s", self.state.application_id, exc)

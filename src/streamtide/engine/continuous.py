@@ -1,14 +1,14 @@
 """The driver's side of continuous execution: long-running work units and their channel.
 
 Each executor slot runs one long-running work unit: a Spark job of one pinned task
-(``engine.worker.serve``) that connects back to the driver's control server and runs the
-batches the driver sends it, keeping its tasks open in between (``runtime.task_host``). One
-job per slot, so losing an executor ends only that executor's jobs. The driver launches a
-slot's job when it first needs the slot, relaunches it when it ended (its executor died, Spark
-ran it elsewhere, or it reached ``work_unit_max_age``), and stops them all at ``close``. Between
-batches a watcher looks at the idle connections every ``WATCH_S``: a work unit whose
-connection closed (its Python worker died) is replaced at once, not when the next batch needs
-its slot.
+(``engine.worker.serve``) that connects back to the driver's control server
+(``engine.control_server``) and runs the batches the driver sends it, keeping its tasks open
+in between (``runtime.task_host``). One job per slot, so losing an executor ends only that
+executor's jobs. The driver launches a slot's job when it first needs the slot, relaunches it
+when it ended (its executor died, Spark ran it elsewhere, or it reached
+``work_unit_max_age``), and stops them all at ``close``. Between batches a watcher looks at
+the idle connections every ``WATCH_S``: a work unit whose connection closed (its Python worker
+died) is replaced at once, not when the next batch needs its slot.
 See docs/engine.md, "Continuous execution", for the messages and the failure table.
 """
 
@@ -25,16 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamtide.engine import slots as slot_registry
-from streamtide.engine.channel import (
-    ChannelClosedError,
-    HandshakeError,
-    accept,
-    new_secret,
-    pending,
-    recv_message,
-    send_message,
-)
-from streamtide.engine.channel_tls import new_identity
+from streamtide.engine.channel import ChannelClosedError, pending, recv_message, send_message
+from streamtide.engine.control_server import ControlServer, refuse, welcome
 from streamtide.engine.idle_watch import DIED, IdleWatcher
 from streamtide.engine.interop import ExecutorInfo
 from streamtide.engine.launcher import WorkUnitLauncher
@@ -50,10 +42,6 @@ from streamtide.runtime.messages import (
 )
 
 log = logging.getLogger("streamtide.engine")
-
-#: Connections that may be in their handshake at once; more are closed at once (a work unit
-#: that meets this retries nothing: its slot is relaunched at the next batch).
-MAX_PENDING_HANDSHAKES = 32
 
 #: How often the watcher looks for work units that died between batches.
 WATCH_S = 0.2
@@ -119,14 +107,7 @@ class ContinuousWorkers:
         self._epoch = epoch
         self._connect_timeout = connect_timeout
         self._max_age = max_age
-        self._secret = new_secret()
-        self._identity = new_identity()
-        self._bind, self._host = launcher.control_address()
-        self._server = socket.create_server(
-            (self._bind, 0), family=socket.AF_INET6 if ":" in self._bind else socket.AF_INET
-        )
-        self._port = self._server.getsockname()[1]
-        self._pending = threading.BoundedSemaphore(MAX_PENDING_HANDSHAKES)
+        bind, self._host = launcher.control_address()
         self._slots: dict[SlotKey, _Slot] = {}
         self._generations: dict[SlotKey, int] = {}
         self._changed = threading.Condition()
@@ -138,10 +119,7 @@ class ContinuousWorkers:
         #: (the rest of a batch's wall time is the driver's own).
         self.waited_s = 0.0
         self.replaced = 0  # work units replaced after they died between batches
-        self._acceptor = threading.Thread(
-            target=self._accept_loop, name="streamtide-control", daemon=True
-        )
-        self._acceptor.start()
+        self._server = ControlServer(bind, self._admit)
         self._holding = launcher.hold_slots(application_id, self._held_slots)
         self._watcher = IdleWatcher(
             self._idle_connections, self._ended_between_batches, self._io, WATCH_S
@@ -152,52 +130,24 @@ class ContinuousWorkers:
     @property
     def address(self) -> tuple[str, int]:
         """Where the control server listens (bound address, port)."""
-        host, port = self._server.getsockname()[:2]
-        return host, port
+        return self._server.address
 
-    def _accept_loop(self) -> None:
-        while not self._closed:
-            try:
-                conn, peer = self._server.accept()
-            except OSError:
-                return  # the server was closed
-            if not self._pending.acquire(blocking=False):
-                log.warning("refused a control connection from %s: too many handshakes", peer)
-                conn.close()
-                continue
-            threading.Thread(
-                target=self._handshake, args=(conn,), name="streamtide-handshake", daemon=True
-            ).start()
-
-    def _handshake(self, raw: socket.socket) -> None:
-        try:
-            conn, hello = accept(raw, self._identity, self._secret)
-        except (HandshakeError, ChannelClosedError, OSError) as exc:
-            log.warning("refused a control connection: %s", exc)
-            return
-        finally:
-            self._pending.release()
-        try:
-            key = SlotKey(*hello["slot"])
-            with self._changed:
-                slot = self._slots.get(key)
-                if (
-                    slot is None
-                    or slot.generation != hello["generation"]
-                    or slot.sock is not None
-                    or slot.ended is not None
-                ):
-                    send_message(conn, {"error": f"slot {key} does not expect this work unit"})
-                    conn.close()
-                    return
-                send_message(conn, {"ok": True})
-                conn.settimeout(None)
-                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                slot.sock, slot.pid = conn, int(hello.get("pid", 0))
-                self._changed.notify_all()
-        except (OSError, KeyError, TypeError, ValueError) as exc:
-            log.warning("refused a control connection: %s", exc)
-            conn.close()
+    def _admit(self, conn: socket.socket, hello: dict[str, Any]) -> None:
+        """Take a work unit's authenticated connection if its slot expects it."""
+        key = SlotKey(*hello["slot"])
+        with self._changed:
+            slot = self._slots.get(key)
+            if (
+                slot is None
+                or slot.generation != hello["generation"]
+                or slot.sock is not None
+                or slot.ended is not None
+            ):
+                refuse(conn, f"slot {key} does not expect this work unit")
+                return
+            welcome(conn)
+            slot.sock, slot.pid = conn, int(hello.get("pid", 0))
+            self._changed.notify_all()
 
     # ---- launching -----------------------------------------------------------------------
 
@@ -289,9 +239,9 @@ class ContinuousWorkers:
         payload = json.dumps(
             {
                 "host": self._host,
-                "port": self._port,
-                "secret": self._secret,
-                "fingerprint": self._identity.fingerprint,
+                "port": self._server.address[1],
+                "secret": self._server.secret,
+                "fingerprint": self._server.identity.fingerprint,
                 "slot": [key.executor, key.slot],
                 "generation": generation,
                 "executor": executor.id,

@@ -141,7 +141,9 @@ def serve(blob: bytes, payload: str) -> dict[str, Any]:
 
     ended = "it failed"
     try:
-        ended = answer_driver(sock, host, lambda units: _run_units(host, units, blob), gone)
+        ended = answer_driver(
+            sock, host, lambda units: _run_units(host, units, blob), gone, host.checkpoint_due
+        )
     finally:
         host.close()
         _farewell(sock, ended)
@@ -166,15 +168,18 @@ def answer_driver(
     host: Any,
     run_units: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
     gone: Callable[[], str | None],
+    after_reply: Callable[[], object] | None = None,
 ) -> str:
     """Answer the driver's control messages (``runtime.messages``) on ``sock`` with
     ``host``'s tasks until the driver says stop, the connection closes, or ``gone()`` (asked
-    every second while idle) names a reason to end; returns why it ended."""
+    every second while idle) names a reason to end; returns why it ended. ``after_reply``
+    runs once each run's reply is sent, while the driver seals (``TaskHost.checkpoint_due``:
+    the checkpoints that are due)."""
     import select
 
     from streamtide.engine.channel import ChannelClosedError, pending, recv_message
 
-    answer = _Answers(sock, host, run_units)
+    answer = _Answers(sock, host, run_units, after_reply)
     while True:
         # a message TLS already decrypted is invisible to select: read it without waiting
         readable = pending(sock) or select.select([sock], [], [], _LIVENESS_CHECK_S)[0]
@@ -202,11 +207,15 @@ class _Answers:
         sock: Any,
         host: Any,
         run_units: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+        after_reply: Callable[[], object] | None = None,
     ) -> None:
         self.sock = sock
         self.host = host
         self.run_units = run_units
-        self.settle_ms = 0.0  # spent settling since the last run (reported with the next run)
+        self.after_reply = after_reply
+        #: spent settling since the last run (reported with the next run), ``after_reply``
+        #: included (the checkpoints written after the run: ``TaskHost.checkpoint_due``)
+        self.settle_ms = 0.0
         self._handlers: dict[type, Callable[[Any], None]] = {
             RunUnits: self.run,
             Settle: self.settle,
@@ -225,9 +234,15 @@ class _Answers:
         send_message(self.sock, encode(reply))
 
     def run(self, message: RunUnits) -> None:
+        import time
+
         reports = self.run_units(list(message.units))
         self._send(UnitsRan(tuple(reports), round(self.settle_ms, 3)))
         self.settle_ms = 0.0
+        if self.after_reply is not None:  # the driver now seals: time for what can wait
+            began = time.perf_counter()
+            self.after_reply()
+            self.settle_ms = (time.perf_counter() - began) * 1000
 
     def settle(self, message: Settle) -> None:
         import time

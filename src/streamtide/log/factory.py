@@ -17,7 +17,6 @@ from urllib.parse import unquote
 
 from streamtide.log.api import Log
 from streamtide.log.errors import LogError
-from streamtide.log.file_log import FileLog
 
 DEFAULT_LOG_PATH = "./streamtide-data"
 DEFAULT_LOG_URL = f"file://{DEFAULT_LOG_PATH}"
@@ -62,4 +61,6 @@ def open_log(url: str | None = None, **options: Any) -> Log:
 
         text = str(url)
         return KafkaLog(parse_bootstrap(text.partition("://")[2], text), options)
+    from streamtide.log.file_log import FileLog  # a Kafka application never imports it
+
     return FileLog(log_path(url), **options)

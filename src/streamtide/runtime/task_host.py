@@ -62,7 +62,10 @@ from streamtide.task_id import TaskId
 log = logging.getLogger(__name__)
 
 #: A task kept open checkpoints its stores after this many applied changelog records (and
-#: when it closes) instead of at every commit, as Kafka Streams does under exactly-once.
+#: when it closes) instead of at every commit, as Kafka Streams does under exactly-once; not
+#: within a run or a settle, but once its work unit has replied (``checkpoint_due``): a
+#: checkpoint syncs the stores' write-ahead logs and writes a file, fsyncs that would hold up
+#: the batch.
 KEPT_CHECKPOINT_RECORDS = 10_000
 
 
@@ -285,6 +288,17 @@ class TaskHost:
                         gc.enable()
             held.committed()
 
+    def checkpoint_due(self) -> int:
+        """Write the due checkpoints of the active tasks kept open (their stores defer them:
+        ``KEPT_CHECKPOINT_RECORDS``); a long-running work unit calls this after it replied to
+        a run, while the driver seals. Returns how many it wrote."""
+        written = 0
+        for held in self._active.values():
+            stores = held.task.stores
+            if stores is not None and held.lifecycle.state is not TaskState.RUNNING:
+                written += stores.checkpoint_if_due()
+        return written
+
     def _apply_committed(self, held: _Held, written: dict[tuple[str, int], int]) -> None:
         """A task's run committed in its unit's transaction: apply its writes to the stores at
         the offsets Kafka gave its changelog records (``written``)."""
@@ -338,6 +352,7 @@ class TaskHost:
         )
         if self.keep_open and stores is not None:
             stores.checkpoint_records = KEPT_CHECKPOINT_RECORDS
+            stores.defer_checkpoints = True
         held = _Held(task, collector, state, commit, Lifecycle(task_id))
         self._active[task_id] = held
         if stores is not None:

@@ -104,6 +104,9 @@ class TaskStores:
         #: checkpoint a confirmed commit only once this many changelog records were applied
         #: since the last checkpoint (0: every commit); for stores kept open between commits
         self.checkpoint_records = 0
+        #: a due checkpoint waits for ``checkpoint_if_due`` (called when the work unit that
+        #: keeps the stores open has nothing else to do) instead of being written by the commit
+        self.defer_checkpoints = False
         self._checkpointed_at = 0
         self._restorer: ChangelogRestorer | None = None
         self.input_offsets: dict[str, int] = {}
@@ -318,11 +321,20 @@ class TaskStores:
         if batch is not None:
             self.batch = batch
         self._commits += 1
-        if self._checkpoint_due():
+        if not self.defer_checkpoints and self._checkpoint_due():
             self.checkpoint()
         else:
             self._unsaved = True  # written at the next due commit or at close
         self._maybe_snapshot()
+
+    def checkpoint_if_due(self) -> bool:
+        """Write a deferred checkpoint once it is due (``defer_checkpoints``); whether it did.
+        The stores hold committed data only, so this may run while a run's writes are held
+        (not yet settled): the checkpoint then names the last settled commit."""
+        if self._unsaved and self._checkpoint_due():
+            self.checkpoint()
+            return True
+        return False
 
     def _checkpoint_due(self) -> bool:
         """Whether a confirmed commit writes the checkpoint now: always, unless
