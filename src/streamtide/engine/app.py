@@ -73,7 +73,12 @@ class StreamsApp:
         self.stores_factory = stores_factory
         self.log = open_log(self.config.log, **self.config.log_options)
         self.app_dir = AppDirectory(app_dir_for(self.config), self.config.application_id)
-        self.committer = open_committer(self.app_dir, self.log, self.config.application_id)
+        self.committer = open_committer(
+            self.app_dir,
+            self.log,
+            self.config.application_id,
+            exactly_once=self.config.processing_guarantee == "exactly_once",
+        )
         self._metrics = AppMetrics()
         self._metrics_server: MetricsServer | None = None
         self._state = DriverState(

@@ -29,12 +29,17 @@ happened, and Kafka's committed offsets of the group ``<application_id>`` are th
 
 Drivers are fenced through Kafka too, so that two drivers of one application on different
 machines (each with its own application directory) cannot both go on: a starting driver
-initialises the transactional id ``<application_id>-driver``, and every batch begins by
-writing a small record in a transaction of that producer to ``_streamtide-drivers``. An older
-driver's producer is fenced, so its next batch, its next record of work-unit ids (before any
-work unit could use them) or its check after one of its work units was fenced fails with
-``FencedError``. A driver whose work unit was fenced while its own producer was not retries
-the stage instead: the unit's new producer fences the older one's.
+initialises the transactional id ``<application_id>-driver`` and then every work-unit id its
+predecessors recorded. An older driver therefore cannot commit anything any more: its work
+units' transactions are refused (it then checks its own producer, ``check_fence``, and fails
+with ``FencedError``), and so is its next record of work-unit ids (before any work unit could
+use them). A batch in which a work unit committed a transaction needs no check of its own:
+that commit was accepted, so no newer driver had fenced its id yet. Only a batch without one
+(nothing read; or ``at_least_once``, without transactions) writes a small record in a
+transaction of the driver's producer to ``_streamtide-drivers`` before its commit record, as
+does a driver about to commit offsets itself (``auto_offset_reset``). A driver whose work
+unit was fenced while its own producer was not retries the stage instead: the unit's new
+producer fences the older one's.
 """
 
 from __future__ import annotations
@@ -49,8 +54,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from streamtide.engine.app_dir import AppDirectory
-from streamtide.engine.committer import BatchCommitter
-from streamtide.engine.protocol import CommitRecord, PrepareRecord, SealRecord
+from streamtide.engine.committer import BatchCommitter, Execute
+from streamtide.engine.protocol import CommitRecord, OffsetsRecord, PrepareRecord, SealRecord
 from streamtide.engine.unit_ids import UnitIds, UnitKey
 from streamtide.errors import FencedError
 from streamtide.log.api import Log
@@ -89,6 +94,9 @@ class KafkaBatchCommitter(BatchCommitter):
 
     def __init__(self, app_dir: AppDirectory, log_: Log, application_id: str) -> None:
         super().__init__(app_dir, log_, application_id)
+        # Kafka's offsets and transactions decide every batch; the driver's records of them
+        # are its account (a restart re-checks them against Kafka), written without fsyncs
+        app_dir.sync_batches = False
         self._group: GroupOffsets | None = None
         self._purged: dict[tuple[str, int], int] = {}
         self._purge_due = 0.0  # time.monotonic() of the next purge
@@ -99,6 +107,10 @@ class KafkaBatchCommitter(BatchCommitter):
         self._verified: dict[str, tuple[SourceMark, int]] = {}  # checked at that end offset
         #: the work units' transactional ids (``fence_work_units`` creates it)
         self.unit_ids: UnitIds | None = None
+        #: whether work units commit in transactions of the ids this driver hands out
+        #: (``exactly_once``): then an accepted commit shows no newer driver took over
+        self.units_fence = True
+        self._proved = False  # a work unit's transaction committed in this batch
 
     @property
     def group(self) -> GroupOffsets:
@@ -277,6 +289,7 @@ class KafkaBatchCommitter(BatchCommitter):
             if offset_key(topic, partition) in state.offsets
         }
         log.warning("%s: committing the offsets auto_offset_reset chose: %s", where, offsets)
+        self.check_fence()  # a driver taken over must not move the offsets its successor reads
         self.group.commit(offsets)
 
     def settled_end(self, topic: str, partition: int) -> int:
@@ -339,8 +352,35 @@ class KafkaBatchCommitter(BatchCommitter):
     # ---- the driver's calls (``BatchCommitter``), as Kafka answers them ----------------
 
     def begin_batch(self, batch: int) -> None:
-        """A newer driver took over: stop before any work (``check_fence``)."""
-        self.check_fence(batch)
+        """Nothing to ask Kafka: the batch's work units' transactions are the fence (see the
+        module docstring); without them (``at_least_once``) check before any work."""
+        self._proved = False
+        if not self.units_fence:
+            self.check_fence(batch)
+            self._proved = True
+
+    def _run(
+        self,
+        batch: int,
+        stage: int,
+        offsets: OffsetsRecord,
+        execute: Execute,
+        internal_sinks: Sequence[str],
+    ) -> PrepareRecord:
+        """Record the stage's reports; a task that read input committed it in its work
+        unit's transaction, which Kafka accepted only if no newer driver had fenced it."""
+        prepare = super()._run(batch, stage, offsets, execute, internal_sinks)
+        if self.units_fence and any(t.input_records for u in prepare.reports for t in u.tasks):
+            self._proved = True
+        return prepare
+
+    def commit(self, record: CommitRecord) -> CommitRecord:
+        """Record the batch's commit; after a batch in which no work unit committed a
+        transaction, check first that no newer driver took over (``check_fence``)."""
+        if not self._proved:
+            self.check_fence(record.batch)
+        self._proved = False
+        return super().commit(record)
 
     def held_states(
         self, sources: Callable[[], dict[str, list[tuple[str, int]]]]

@@ -182,6 +182,20 @@ class KafkaLog(Log):
         self._no_topic_ids = found is None
         return found
 
+    def topic_ids(self, names: Iterable[str]) -> dict[str, str | None]:
+        """``topic_id`` of many topics after one metadata request (on brokers that report
+        no topic ids, nothing more is asked)."""
+        wanted = list(names)
+        if not wanted:
+            return {}
+        counts = self._metadata()
+        for name in wanted:
+            if name not in counts:
+                raise UnknownTopicError(f"topic {name!r} does not exist in {self.url}")
+        if self._no_topic_ids:
+            return dict.fromkeys(wanted)
+        return {name: self.topic_id(name) for name in wanted}
+
     def topic_configs(self, name: str) -> dict[str, str]:
         """The topic's effective configs as the broker reports them (``cleanup.policy``,
         ``retention.ms``, ...)."""

@@ -48,12 +48,27 @@ def source_partitions(
 ) -> list[tuple[str, int]]:
     """The (physical) source partitions a task reads: its partition of each source topic
     that has it (the offsets its commits carry)."""
-    subtopology, partition = (int(part) for part in task_id.split("_"))
-    topics = (
-        topology.resolve_topic(topic, application_id)
-        for topic in topology.subtopology(subtopology).source_topics
-    )
-    return [(topic, partition) for topic in topics if partition < log.partitions(topic)]
+    return sources_by_task(topology, application_id, log, [task_id])[task_id]
+
+
+def sources_by_task(
+    topology: Topology, application_id: str, log: Log, task_ids: Iterable[str]
+) -> dict[str, list[tuple[str, int]]]:
+    """``source_partitions`` of many tasks: each sub-topology's topics are resolved, and
+    each topic's partition count asked, once (a driver asks for thousands of tasks)."""
+    topics_of: dict[int, list[tuple[str, int]]] = {}
+    found = {}
+    for task_id in task_ids:
+        subtopology, partition = (int(part) for part in task_id.split("_"))
+        topics = topics_of.get(subtopology)
+        if topics is None:
+            names = (
+                topology.resolve_topic(topic, application_id)
+                for topic in topology.subtopology(subtopology).source_topics
+            )
+            topics = topics_of[subtopology] = [(name, log.partitions(name)) for name in names]
+        found[task_id] = [(topic, partition) for topic, count in topics if partition < count]
+    return found
 
 
 def task_transactional_id(application_id: str, task_id: str) -> str:
