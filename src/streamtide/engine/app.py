@@ -78,6 +78,7 @@ class StreamsApp:
             self.log,
             self.config.application_id,
             exactly_once=self.config.processing_guarantee == "exactly_once",
+            continuous=self.config.execution == "continuous",
         )
         self._metrics = AppMetrics()
         self._metrics_server: MetricsServer | None = None
@@ -190,6 +191,7 @@ class StreamsApp:
             str(self.app_dir.root),
             self.committer.epoch,
             max_age=cast(float, self.config.work_unit_max_age) / 1000,  # ms once configured
+            on_launched=self.committer.units_launched,
         )
 
     def _follow_topic_patterns(self) -> None:

@@ -118,8 +118,21 @@ class InputRanges:
         )
         topics = list(dict.fromkeys(t for stage in stages for t in stage.source_topics))
         topic_ids = {t: i for t, i in log_.topic_ids(topics).items() if i is not None}
-        begins = log_.begin_offsets(keys)
-        ends, whole = committer.input_ends(keys, state.repartition_topics)
+        # a repartition partition's begin matters only where nothing is committed: the
+        # driver purges its records only below what its reader committed
+        internal = state.repartition_topics
+        states = held if held is not None else state.task_states
+        reader = {
+            (topic, int(task.split("_")[1])): task
+            for stage in stages
+            for task in stage.task_ids
+            for topic in stage.source_topics
+        }
+        begins = log_.begin_offsets(
+            key for key in keys if key[0] not in internal or not _committed(states, reader, key)
+        )
+        begins.update({key: 0 for key in keys if key not in begins})
+        ends, whole = committer.input_ends(keys, internal)
         return BatchOffsets(begins, ends, whole, held, topic_ids)
 
     def fix(
@@ -137,14 +150,18 @@ class InputRanges:
         begins, available, whole = offsets.begins, offsets.ends, offsets.whole
         windows = {}
         moved_by_task: dict[str, set[str]] = {}  # offsets auto_offset_reset moved, per task
+        positions = {}  # (committed, end) of each partition
+        for topic, partition in keys:
+            task_state = state.task_states.get(f"{stage.subtopology}_{partition}")
+            committed = task_state.offsets.get(offset_key(topic, partition)) if task_state else None
+            positions[(topic, partition)] = (committed, available[(topic, partition)])
+        changed = committer.changed_sources(
+            {k: p for k, p in positions.items() if k[0] not in whole}, begins
+        )
         for topic, partition in keys:
             task = f"{stage.subtopology}_{partition}"
-            task_state = state.task_states.get(task)
-            end = available[(topic, partition)]
-            committed = task_state.offsets.get(offset_key(topic, partition)) if task_state else None
-            lost = None
-            if topic not in whole:
-                lost = committer.changed_source(topic, partition, committed, end)
+            committed, end = positions[(topic, partition)]
+            lost = changed.get((topic, partition))
             start = input_start(
                 SourcePosition(
                     topic,
@@ -244,6 +261,14 @@ class InputRanges:
                 if topic in internal and task_state is not None and key in task_state.offsets:
                     consumed[(topic, partition)] = task_state.offsets[key]
         return consumed
+
+
+def _committed(
+    states: dict[str, TaskCommittedState], reader: dict[tuple[str, int], str], key: tuple[str, int]
+) -> bool:
+    """Whether the state of the task reading a partition holds a committed offset of it."""
+    found = states.get(reader[key])
+    return found is not None and offset_key(*key) in found.offsets
 
 
 def due_now(due: int | None) -> bool:

@@ -30,16 +30,20 @@ happened, and Kafka's committed offsets of the group ``<application_id>`` are th
 Drivers are fenced through Kafka too, so that two drivers of one application on different
 machines (each with its own application directory) cannot both go on: a starting driver
 initialises the transactional id ``<application_id>-driver`` and then every work-unit id its
-predecessors recorded. An older driver therefore cannot commit anything any more: its work
-units' transactions are refused (it then checks its own producer, ``check_fence``, and fails
-with ``FencedError``), and so is its next record of work-unit ids (before any work unit could
-use them). A batch in which a work unit committed a transaction needs no check of its own:
-that commit was accepted, so no newer driver had fenced its id yet. Only a batch without one
-(nothing read; or ``at_least_once``, without transactions) writes a small record in a
-transaction of the driver's producer to ``_streamtide-drivers`` before its commit record, as
-does a driver about to commit offsets itself (``auto_offset_reset``). A driver whose work
-unit was fenced while its own producer was not retries the stage instead: the unit's new
-producer fences the older one's.
+predecessors recorded, so an older driver's work units can commit nothing more with the
+producers they hold. ``check_fence`` writes a small record in a transaction of the driver's
+producer to ``_streamtide-drivers``: an older driver fails there with ``FencedError``. It runs
+before any work unit may initialise a producer for an id: a new producer of an id that a
+newer driver fenced would fence that driver's fence in turn. Long-running work units
+(continuous execution) keep their producers from one batch to the next, so the check runs
+only before units launched since the last run get their first run (``units_launched``),
+before a retry (a failed unit drops its producer) and before new ids are recorded; in
+micro-batch execution, whose units create their producers anew every batch, and without
+transactions (``at_least_once``), before every batch. A batch in which no unit committed
+a transaction checks too, before its commit record, so that an idle older driver stops as
+well; and so does a driver about to commit offsets itself (``auto_offset_reset``). A driver
+whose work unit was fenced while its own producer was not retries the stage instead: the
+unit's new producer fences the older one's.
 """
 
 from __future__ import annotations
@@ -62,11 +66,10 @@ from streamtide.log.api import Log
 from streamtide.log.errors import LogError, ProducerFencedError
 from streamtide.log.kafka_group import GroupOffsets
 from streamtide.log.kafka_transaction import KafkaTransaction
-from streamtide.log.source_marks import SourceMark, mark_holds
+from streamtide.log.source_marks import SourceMark, marks_hold
 from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.kafka_task_commit import (
-    decode_marks,
-    decode_state,
+    decode_committed,
     encode_metadata,
     task_transactional_id,
 )
@@ -107,8 +110,8 @@ class KafkaBatchCommitter(BatchCommitter):
         self._verified: dict[str, tuple[SourceMark, int]] = {}  # checked at that end offset
         #: the work units' transactional ids (``fence_work_units`` creates it)
         self.unit_ids: UnitIds | None = None
-        #: whether work units commit in transactions of the ids this driver hands out
-        #: (``exactly_once``): then an accepted commit shows no newer driver took over
+        #: whether work units commit in transactions (``exactly_once``) with producers they
+        #: keep from one batch to the next (continuous execution): see the module docstring
         self.units_fence = True
         self._proved = False  # a work unit's transaction committed in this batch
 
@@ -245,27 +248,37 @@ class KafkaBatchCommitter(BatchCommitter):
             where = f"task {task} of application {self.application_id!r}"
             for topic, partition in partitions:
                 self.marks.pop(offset_key(topic, partition), None)
-            self.marks.update(decode_marks(mine, where))
-            state = decode_state(mine, where)
+            state, marks = decode_committed(mine, where)
+            self.marks.update(marks)
             if state is not None:
                 states[task] = state
         return states
 
-    def changed_source(
-        self, topic: str, partition: int, committed: int | None, end: int
-    ) -> SourceMark | None:
-        """The mark of a source partition that no longer holds the record the task read
-        last before its committed offset (the topic was deleted and re-created), or None.
-        Checked when the driver first sees the partition and whenever its end offset moved
-        (one small read): a run never reads a re-created topic from the old offset."""
-        key = offset_key(topic, partition)
-        mark = self.marks.get(key)
-        if mark is None or committed is None or self._verified.get(key) == (mark, end):
-            return None  # nothing to check, or checked at this end offset already
-        if mark_holds(self.log, topic, partition, mark) is False:
-            return mark
-        self._verified[key] = (mark, end)
-        return None
+    def changed_sources(
+        self,
+        positions: dict[tuple[str, int], tuple[int | None, int]],
+        begins: dict[tuple[str, int], int],
+    ) -> dict[tuple[str, int], SourceMark]:
+        """The marks of the source partitions (``{partition: (committed, end offset)}``) that
+        no longer hold the record the task read last before its committed offset (the topic
+        was deleted and re-created). Checked when the driver first sees a partition and
+        whenever its end offset moved, all partitions at once (``marks_hold``): a run never
+        reads a re-created topic from the old offset."""
+        due: dict[tuple[str, int], SourceMark] = {}
+        for (topic, partition), (committed, end) in positions.items():
+            key = offset_key(topic, partition)
+            mark = self.marks.get(key)
+            if mark is None or committed is None or self._verified.get(key) == (mark, end):
+                continue  # nothing to check, or checked at this end offset already
+            due[(topic, partition)] = mark
+        ends = {tp: positions[tp][1] for tp in due}
+        lost = {}
+        for tp, holds in marks_hold(self.log, due, begins, ends).items():
+            if holds is False:
+                lost[tp] = due[tp]
+            else:
+                self._verified[offset_key(*tp)] = (due[tp], ends[tp])
+        return lost
 
     def commit_reset(
         self,
@@ -352,12 +365,18 @@ class KafkaBatchCommitter(BatchCommitter):
     # ---- the driver's calls (``BatchCommitter``), as Kafka answers them ----------------
 
     def begin_batch(self, batch: int) -> None:
-        """Nothing to ask Kafka: the batch's work units' transactions are the fence (see the
-        module docstring); without them (``at_least_once``) check before any work."""
+        """Check that no newer driver took over before any work, unless the work units
+        keep their producers (see the module docstring)."""
         self._proved = False
         if not self.units_fence:
             self.check_fence(batch)
             self._proved = True
+
+    def units_launched(self) -> None:
+        """Work units launched since the last run will initialise their producers: first
+        check that no newer driver fenced their ids (``check_fence``)."""
+        if self.units_fence:
+            self.check_fence()
 
     def _run(
         self,
@@ -438,6 +457,8 @@ class KafkaBatchCommitter(BatchCommitter):
         """A work unit's producer was fenced: by a newer driver (then ``check_fence`` raises),
         or by an older one that reopened a task (then the retry takes it back)."""
         if not isinstance(error, FencedError):
+            if self.units_fence:  # the retry's units may initialise their producers anew
+                self.check_fence()
             return False
         self.check_fence()
         return True

@@ -7,6 +7,7 @@ last ran each task (where the outcome of its held run is sent, and where queries
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from streamtide.assignment import Assignment
@@ -34,10 +35,15 @@ class WorkUnitRoutes:
         app_dir: str,
         epoch: int,
         max_age: float,
+        on_launched: Callable[[], None] = lambda: None,
     ) -> None:
         self.workers = ContinuousWorkers(
             launcher, blob, application_id, app_dir, epoch, max_age=max_age
         )
+        #: called before work units launched since the last run get their first run
+        #: (``BatchCommitter.units_launched``)
+        self._on_launched = on_launched
+        self._launches_seen = 0
         self._layout: dict[SlotKey, set[str]] = {}
         #: the slot that last ran each task (to tell it the outcome, to ask it queries)
         self.ran_in: dict[str, SlotKey] = {}
@@ -74,6 +80,9 @@ class WorkUnitRoutes:
             executor_of[key] = executor
             by_slot.setdefault(key, []).append(index)
         workers.ensure(executor_of)
+        if workers.launched != self._launches_seen:
+            self._on_launched()
+            self._launches_seen = workers.launched
         replies = workers.request(
             {key: RunUnits(tuple(units[i][1] for i in indexes)) for key, indexes in by_slot.items()}
         )

@@ -108,16 +108,31 @@ def decode_state(
     committed: dict[tuple[str, int], Committed], where: str
 ) -> TaskCommittedState | None:
     """The task state that committed offsets stand for (None: nothing committed yet)."""
+    return decode_committed(committed, where)[0]
+
+
+def decode_committed(
+    committed: dict[tuple[str, int], Committed], where: str
+) -> tuple[TaskCommittedState | None, dict[str, SourceMark]]:
+    """``decode_state`` and ``decode_marks`` at once (the metadata parsed once)."""
     if not committed:
-        return None
+        return None, {}
+    metadata = _metadata(committed, where)
     offsets = {offset_key(t, p): offset for (t, p), (offset, _) in committed.items()}
-    return TaskCommittedState.from_dict({**_metadata(committed, where), "offsets": offsets})
+    state = TaskCommittedState.from_dict({**metadata, "offsets": offsets})
+    return state, _marks(committed, metadata, where)
 
 
 def decode_marks(committed: dict[tuple[str, int], Committed], where: str) -> dict[str, SourceMark]:
     """The marks committed with the offsets (``"topic:partition"`` -> mark), of partitions
     that still have an offset."""
-    found = _metadata(committed, where).get("marks", {})
+    return _marks(committed, _metadata(committed, where), where)
+
+
+def _marks(
+    committed: dict[tuple[str, int], Committed], metadata: dict[str, Any], where: str
+) -> dict[str, SourceMark]:
+    found = metadata.get("marks", {})
     held = {offset_key(t, p) for t, p in committed}
     try:
         return {str(k): SourceMark.from_list(v) for k, v in found.items() if k in held}
