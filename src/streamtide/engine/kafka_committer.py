@@ -310,14 +310,19 @@ class KafkaBatchCommitter(BatchCommitter):
         it (``settled_ends`` of one partition)."""
         return self.settled_ends([(topic, partition)])[(topic, partition)]
 
-    def settled_ends(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    def settled_ends(
+        self,
+        partitions: Iterable[tuple[str, int]],
+        ends: dict[tuple[str, int], int] | None = None,
+    ) -> dict[tuple[str, int], int]:
         """The last stable offset of each repartition partition once no transaction is open
         on it (every writer of the application committed or aborted before the stage began);
         after ``SETTLE_WAIT_S`` whatever is stable then (a writer that never ended its
         transaction is fenced and aborted by the task's next owner). Asks for all of them at
-        once, and again for those still unsettled."""
+        once (``ends``: their last stable offsets asked for already), and again for those
+        still unsettled."""
         wanted = list(partitions)
-        ends = self.log.end_offsets(wanted)
+        ends = {k: ends[k] for k in wanted} if ends is not None else self.log.end_offsets(wanted)
         deadline = time.monotonic() + SETTLE_WAIT_S
         pause = 0.002
         open_ = wanted
@@ -416,9 +421,10 @@ class KafkaBatchCommitter(BatchCommitter):
         time). A cap or a cut would take the head of one block and leave the others' earlier
         records for a later batch, behind stream time."""
         whole = repartition_topics
-        available = self.log.end_offsets(k for k in keys if k[0] not in whole)
-        if whole:
-            available.update(self.settled_ends(k for k in keys if k[0] in whole))
+        available = self.log.end_offsets(keys)  # every partition's in one request
+        internal = [k for k in keys if k[0] in whole]
+        if internal:
+            available.update(self.settled_ends(internal, available))
         return available, whole
 
     def adopt_resets(
