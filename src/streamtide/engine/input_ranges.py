@@ -118,10 +118,10 @@ class InputRanges:
         )
         topics = list(dict.fromkeys(t for stage in stages for t in stage.source_topics))
         topic_ids = {t: i for t, i in log_.topic_ids(topics).items() if i is not None}
-        # a repartition partition's begin matters only where nothing is committed: the
-        # driver purges its records only below what its reader committed
+        # where the log holds the task states (Kafka), a repartition partition's begin
+        # matters only where nothing is committed: the driver purges its records only below
+        # what its reader committed
         internal = state.repartition_topics
-        states = held if held is not None else state.task_states
         reader = {
             (topic, int(task.split("_")[1])): task
             for stage in stages
@@ -129,7 +129,9 @@ class InputRanges:
             for topic in stage.source_topics
         }
         begins = log_.begin_offsets(
-            key for key in keys if key[0] not in internal or not _committed(states, reader, key)
+            key
+            for key in keys
+            if held is None or key[0] not in internal or not _committed(held, reader, key)
         )
         begins.update({key: 0 for key in keys if key not in begins})
         ends, whole = committer.input_ends(keys, internal)

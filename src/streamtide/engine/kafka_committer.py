@@ -114,6 +114,7 @@ class KafkaBatchCommitter(BatchCommitter):
         #: keep from one batch to the next (continuous execution): see the module docstring
         self.units_fence = True
         self._proved = False  # a work unit's transaction committed in this batch
+        self._fenced: FencedError | None = None  # how the driver's producer was fenced
 
     @property
     def group(self) -> GroupOffsets:
@@ -144,6 +145,8 @@ class KafkaBatchCommitter(BatchCommitter):
         """Write one record in a transaction of this driver's fencing producer:
         ``FencedError`` if a newer driver initialised it."""
         assert self._fence is not None
+        if self._fenced is not None:  # the producer is unusable once fenced: say so again
+            raise self._fenced
         try:
             self._fence.begin()
             self._fence.produce(
@@ -151,10 +154,11 @@ class KafkaBatchCommitter(BatchCommitter):
             )
             self._fence.commit()
         except ProducerFencedError as exc:
-            raise FencedError(
+            self._fenced = FencedError(
                 f"another instance of application {self.application_id!r} took over (Kafka "
                 f"fenced this driver's producer): this one stops ({exc})"
-            ) from exc
+            )
+            raise self._fenced from exc
 
     def fence_work_units(self, task_ids: Iterable[str]) -> None:
         """Fence every work-unit transactional id an earlier driver recorded and did not
