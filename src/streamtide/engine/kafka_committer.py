@@ -58,8 +58,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from streamtide.engine.app_dir import AppDirectory
-from streamtide.engine.committer import BatchCommitter, Execute
-from streamtide.engine.protocol import CommitRecord, OffsetsRecord, PrepareRecord, SealRecord
+from streamtide.engine.committer import BatchCommitter
+from streamtide.engine.protocol import CommitRecord, PrepareRecord, SealRecord
 from streamtide.engine.unit_ids import UnitIds, UnitKey
 from streamtide.errors import FencedError
 from streamtide.log.api import Log
@@ -387,17 +387,10 @@ class KafkaBatchCommitter(BatchCommitter):
         if self.units_fence:
             self.check_fence()
 
-    def _run(
-        self,
-        batch: int,
-        stage: int,
-        offsets: OffsetsRecord,
-        execute: Execute,
-        internal_sinks: Sequence[str],
-    ) -> PrepareRecord:
+    def _run(self, *args: Any, **kwargs: Any) -> PrepareRecord:
         """Record the stage's reports; a task that read input committed it in its work
         unit's transaction, which Kafka accepted only if no newer driver had fenced it."""
-        prepare = super()._run(batch, stage, offsets, execute, internal_sinks)
+        prepare = super()._run(*args, **kwargs)
         if self.units_fence and any(t.input_records for u in prepare.reports for t in u.tasks):
             self._proved = True
         return prepare
