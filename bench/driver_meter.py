@@ -256,9 +256,17 @@ def _patch_kafka() -> None:
         (kafka_transaction.KafkaTransaction, "call"),
     ):
         _count_calls(owner, name, "broker_calls")
-    if hasattr(kafka_log.KafkaLog, "_list_offsets"):  # its consumer requests (not "high")
+    for name in ("offsets_for_times", "records_at"):  # engines that have them
+        if hasattr(kafka_log.KafkaLog, name):
+            _count_calls(kafka_log.KafkaLog, name, "broker_calls")
+    if hasattr(kafka_log.KafkaLog, "_list_offsets"):  # its consumer requests (and "high"
+        # where a consumer asks for it, not the admin client counted above)
+        by_consumer = hasattr(kafka_log.KafkaLog, "_watermark_consumer")
         _count_calls(
-            kafka_log.KafkaLog, "_list_offsets", "broker_calls", lambda a, k: a[2] != "high"
+            kafka_log.KafkaLog,
+            "_list_offsets",
+            "broker_calls",
+            lambda a, k: by_consumer or a[2] != "high",
         )
 
 

@@ -74,7 +74,13 @@ class StreamsApp:
         self.stores_factory: TaskStoresFactory = stores_factory
         self.log = open_log(self.config.log, **self.config.log_options)
         self.app_dir = AppDirectory(app_dir_for(self.config), self.config.application_id)
-        self.committer = open_committer(self.app_dir, self.log, self.config.application_id)
+        self.committer = open_committer(
+            self.app_dir,
+            self.log,
+            self.config.application_id,
+            exactly_once=self.config.processing_guarantee == "exactly_once",
+            continuous=self.config.execution == "continuous",
+        )
         self._metrics = AppMetrics()
         self._metrics_server: MetricsServer | None = None
         self._state = DriverState(
@@ -187,7 +193,8 @@ class StreamsApp:
                 str(self.app_dir.root),
                 self.committer.epoch,
                 max_age=cast(float, self.config.work_unit_max_age) / 1000,  # ms once configured
-            )
+            ),
+            on_launched=self.committer.units_launched,
         )
 
     def _follow_topic_patterns(self) -> None:

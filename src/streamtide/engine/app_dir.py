@@ -23,12 +23,20 @@ Layout::
                                                   application's state lives under
     <root>/unit-ids.json                          Kafka: the work units' transactional ids
                                                   not fenced yet, each slot's generation
+
+Epochs, the topology's names and the work units' ids are made durable when written (fsync of
+the file and its directory). So are the batches' records and assignments, unless
+``sync_batches`` is off: on Kafka, where Kafka's committed offsets and transactions decide
+everything and the records are the driver's account of it, a batch writes them without an
+fsync (a power loss may take the newest, or leave them empty: such a record reads as absent,
+and a driver that needs it writes it anew).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import shutil
 import socket
@@ -57,6 +65,8 @@ KEEP_EPOCHS = 10
 #: many).
 KEEP_HISTORY = 1000
 
+log = logging.getLogger(__name__)
+
 R = TypeVar("R", OffsetsRecord, GlobalOffsetsRecord, PrepareRecord, SealRecord, CommitRecord)
 
 
@@ -64,13 +74,18 @@ class AppDirectory:
     """Durable driver-side records of one application.
 
     Reading needs nothing; writing needs an epoch (``take_epoch``), which every write checks.
+    ``sync_batches``: make each batch's records durable when written (see the module
+    docstring).
     """
 
-    def __init__(self, root: str | Path, application_id: str | None = None) -> None:
+    def __init__(
+        self, root: str | Path, application_id: str | None = None, *, sync_batches: bool = True
+    ) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.application_id = application_id or self.root.name
         self.epoch: int | None = None
+        self.sync_batches = sync_batches
 
     def _batch_dir(self, batch: int) -> Path:
         return self.root / "batches" / f"{batch:012d}"
@@ -115,22 +130,30 @@ class AppDirectory:
     def _create(self, path: Path, record: R, **context: int) -> R:
         """Create a protocol record, or adopt the one another driver created first."""
         self.check_fence()
-        if create_exclusively(path, protocol.encode(record)):
+        data = protocol.encode(record)
+        if create_exclusively(path, data, fsync=self.sync_batches):
             return record
         self.check_fence()  # lost to a newer driver: stop; to an older one: adopt its record
         found: R | None = self._read(path, _KINDS[type(record)], **context)
-        assert found is not None
+        if found is None:  # an unsynced record a power loss left empty: write it anew
+            path.unlink(missing_ok=True)
+            return self._create(path, record, **context)
         return found
 
-    @staticmethod
-    def _read(path: Path, kind: str, **context: int) -> Any | None:
+    def _read(self, path: Path, kind: str, **context: int) -> Any | None:
         try:
             data = path.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise CorruptRecordError(f"cannot read {kind} record {path}: {exc}") from exc
-        return protocol.decode(data, kind, str(path), **context)
+        try:
+            return protocol.decode(data, kind, str(path), **context)
+        except CorruptRecordError as exc:
+            if self.sync_batches:
+                raise
+            log.warning("%s record %s is unreadable, taken as absent: %s", kind, path, exc)
+            return None
 
     def create_offsets(self, record: OffsetsRecord) -> OffsetsRecord:
         path = self._batch_dir(record.batch) / f"offsets-{record.stage}.json"
@@ -217,7 +240,7 @@ class AppDirectory:
             "assignments": {c: base64.b64encode(b).decode() for c, b in assignments.items()},
         }
         path = self.root / "assignments" / f"{batch:012d}.json"
-        write_atomically(path, json.dumps(data, sort_keys=True).encode())
+        write_atomically(path, json.dumps(data, sort_keys=True).encode(), fsync=self.sync_batches)
 
     def read_assignment(self, batch: int) -> dict[str, dict[str, bytes]] | None:
         path = self.root / "assignments" / f"{batch:012d}.json"

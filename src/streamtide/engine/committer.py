@@ -258,6 +258,10 @@ class BatchCommitter:
         """Before a batch does any work: nothing on the file log, whose fence is checked
         before every record this driver writes."""
 
+    def units_launched(self) -> None:
+        """Long-running work units were launched since the last run, and are about to get
+        their first: nothing on the file log."""
+
     def held_states(
         self, sources: Callable[[], dict[str, list[tuple[str, int]]]]
     ) -> dict[str, TaskCommittedState] | None:
@@ -272,10 +276,16 @@ class BatchCommitter:
         read whole (not capped nor cut at one event time): every end offset, none whole."""
         return self.log.end_offsets(keys), set()
 
-    def changed_source(self, topic: str, partition: int, committed: int | None, end: int) -> Any:
-        """The mark of a source partition re-created since the task read it (something with
-        ``describe()``), or None: the file log tells a re-created topic by its topic id."""
-        return None
+    def changed_sources(
+        self,
+        positions: dict[tuple[str, int], tuple[int | None, int]],
+        begins: dict[tuple[str, int], int],
+    ) -> dict[tuple[str, int], Any]:
+        """The source partitions (``{partition: (committed offset, end offset)}``, with their
+        begin offsets) re-created since their tasks read them, each with what tells it
+        (something with ``describe()``): none here, the file log tells a re-created topic by
+        its topic id."""
+        return {}
 
     def adopt_resets(
         self,

@@ -13,7 +13,19 @@ from streamtide.engine.kafka_committer import KafkaBatchCommitter
 from streamtide.log.api import Log
 
 
-def open_committer(app_dir: AppDirectory, log_: Log, application_id: str) -> BatchCommitter:
-    """The committer for ``log_``: Kafka's when the log commits in transactions."""
-    kind = KafkaBatchCommitter if log_.transactional else BatchCommitter
-    return kind(app_dir, log_, application_id)
+def open_committer(
+    app_dir: AppDirectory,
+    log_: Log,
+    application_id: str,
+    *,
+    exactly_once: bool = True,
+    continuous: bool = False,
+) -> BatchCommitter:
+    """The committer for ``log_``: Kafka's when the log commits in transactions (whose work
+    units commit in transactions only ``exactly_once``, and keep their producers from one
+    batch to the next only in ``continuous`` execution)."""
+    if log_.transactional:
+        committer = KafkaBatchCommitter(app_dir, log_, application_id)
+        committer.units_fence = exactly_once and continuous
+        return committer
+    return BatchCommitter(app_dir, log_, application_id)

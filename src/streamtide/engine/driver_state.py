@@ -19,7 +19,7 @@ from streamtide.engine.plan import Stage
 from streamtide.log.api import Log
 from streamtide.processor.topology import Topology
 from streamtide.runtime.committed import TaskCommittedState
-from streamtide.runtime.kafka_task_commit import source_partitions
+from streamtide.runtime.kafka_task_commit import sources_by_task
 
 
 @dataclass
@@ -61,12 +61,9 @@ class DriverState:
 
     def task_sources(self, stage: Stage | None = None) -> dict[str, list[tuple[str, int]]]:
         """Each task's source partitions (of one stage, or of all)."""
-        app = self.application_id
-        return {
-            task: source_partitions(self.topology, app, self.log, task)
-            for each in ([stage] if stage is not None else self.stages)
-            for task in each.task_ids
-        }
+        stages = [stage] if stage is not None else self.stages
+        tasks = (t for each in stages for t in each.task_ids)
+        return sources_by_task(self.topology, self.application_id, self.log, tasks)
 
     @property
     def repartition_topics(self) -> set[str]:

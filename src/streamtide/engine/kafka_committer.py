@@ -29,12 +29,21 @@ happened, and Kafka's committed offsets of the group ``<application_id>`` are th
 
 Drivers are fenced through Kafka too, so that two drivers of one application on different
 machines (each with its own application directory) cannot both go on: a starting driver
-initialises the transactional id ``<application_id>-driver``, and every batch begins by
-writing a small record in a transaction of that producer to ``_streamtide-drivers``. An older
-driver's producer is fenced, so its next batch, its next record of work-unit ids (before any
-work unit could use them) or its check after one of its work units was fenced fails with
-``FencedError``. A driver whose work unit was fenced while its own producer was not retries
-the stage instead: the unit's new producer fences the older one's.
+initialises the transactional id ``<application_id>-driver`` and then every work-unit id its
+predecessors recorded, so an older driver's work units can commit nothing more with the
+producers they hold. ``check_fence`` writes a small record in a transaction of the driver's
+producer to ``_streamtide-drivers``: an older driver fails there with ``FencedError``. It runs
+before any work unit may initialise a producer for an id: a new producer of an id that a
+newer driver fenced would fence that driver's fence in turn. Long-running work units
+(continuous execution) keep their producers from one batch to the next, so the check runs
+only before units launched since the last run get their first run (``units_launched``),
+before a retry (a failed unit drops its producer) and before new ids are recorded; in
+micro-batch execution, whose units create their producers anew every batch, and without
+transactions (``at_least_once``), before every batch. A batch in which no unit committed
+a transaction checks too, before its commit record, so that an idle older driver stops as
+well; and so does a driver about to commit offsets itself (``auto_offset_reset``). A driver
+whose work unit was fenced while its own producer was not retries the stage instead: the
+unit's new producer fences the older one's.
 """
 
 from __future__ import annotations
@@ -57,11 +66,10 @@ from streamtide.log.api import Log
 from streamtide.log.errors import LogError, ProducerFencedError
 from streamtide.log.kafka_group import GroupOffsets
 from streamtide.log.kafka_transaction import KafkaTransaction
-from streamtide.log.source_marks import SourceMark, mark_holds
+from streamtide.log.source_marks import SourceMark, marks_hold
 from streamtide.runtime.committed import TaskCommittedState, offset_key
 from streamtide.runtime.kafka_task_commit import (
-    decode_marks,
-    decode_state,
+    decode_committed,
     encode_metadata,
     task_transactional_id,
 )
@@ -89,6 +97,9 @@ class KafkaBatchCommitter(BatchCommitter):
 
     def __init__(self, app_dir: AppDirectory, log_: Log, application_id: str) -> None:
         super().__init__(app_dir, log_, application_id)
+        # Kafka's offsets and transactions decide every batch; the driver's records of them
+        # are its account (a restart re-checks them against Kafka), written without fsyncs
+        app_dir.sync_batches = False
         self._group: GroupOffsets | None = None
         self._purged: dict[tuple[str, int], int] = {}
         self._purge_due = 0.0  # time.monotonic() of the next purge
@@ -99,6 +110,11 @@ class KafkaBatchCommitter(BatchCommitter):
         self._verified: dict[str, tuple[SourceMark, int]] = {}  # checked at that end offset
         #: the work units' transactional ids (``fence_work_units`` creates it)
         self.unit_ids: UnitIds | None = None
+        #: whether work units commit in transactions (``exactly_once``) with producers they
+        #: keep from one batch to the next (continuous execution): see the module docstring
+        self.units_fence = True
+        self._proved = False  # a work unit's transaction committed in this batch
+        self._fenced: FencedError | None = None  # how the driver's producer was fenced
 
     @property
     def group(self) -> GroupOffsets:
@@ -129,6 +145,8 @@ class KafkaBatchCommitter(BatchCommitter):
         """Write one record in a transaction of this driver's fencing producer:
         ``FencedError`` if a newer driver initialised it."""
         assert self._fence is not None
+        if self._fenced is not None:  # the producer is unusable once fenced: say so again
+            raise self._fenced
         try:
             self._fence.begin()
             self._fence.produce(
@@ -136,10 +154,11 @@ class KafkaBatchCommitter(BatchCommitter):
             )
             self._fence.commit()
         except ProducerFencedError as exc:
-            raise FencedError(
+            self._fenced = FencedError(
                 f"another instance of application {self.application_id!r} took over (Kafka "
                 f"fenced this driver's producer): this one stops ({exc})"
-            ) from exc
+            )
+            raise self._fenced from exc
 
     def fence_work_units(self, task_ids: Iterable[str]) -> None:
         """Fence every work-unit transactional id an earlier driver recorded and did not
@@ -233,27 +252,37 @@ class KafkaBatchCommitter(BatchCommitter):
             where = f"task {task} of application {self.application_id!r}"
             for topic, partition in partitions:
                 self.marks.pop(offset_key(topic, partition), None)
-            self.marks.update(decode_marks(mine, where))
-            state = decode_state(mine, where)
+            state, marks = decode_committed(mine, where)
+            self.marks.update(marks)
             if state is not None:
                 states[task] = state
         return states
 
-    def changed_source(
-        self, topic: str, partition: int, committed: int | None, end: int
-    ) -> SourceMark | None:
-        """The mark of a source partition that no longer holds the record the task read
-        last before its committed offset (the topic was deleted and re-created), or None.
-        Checked when the driver first sees the partition and whenever its end offset moved
-        (one small read): a run never reads a re-created topic from the old offset."""
-        key = offset_key(topic, partition)
-        mark = self.marks.get(key)
-        if mark is None or committed is None or self._verified.get(key) == (mark, end):
-            return None  # nothing to check, or checked at this end offset already
-        if mark_holds(self.log, topic, partition, mark) is False:
-            return mark
-        self._verified[key] = (mark, end)
-        return None
+    def changed_sources(
+        self,
+        positions: dict[tuple[str, int], tuple[int | None, int]],
+        begins: dict[tuple[str, int], int],
+    ) -> dict[tuple[str, int], SourceMark]:
+        """The marks of the source partitions (``{partition: (committed, end offset)}``) that
+        no longer hold the record the task read last before its committed offset (the topic
+        was deleted and re-created). Checked when the driver first sees a partition and
+        whenever its end offset moved, all partitions at once (``marks_hold``): a run never
+        reads a re-created topic from the old offset."""
+        due: dict[tuple[str, int], SourceMark] = {}
+        for (topic, partition), (committed, end) in positions.items():
+            key = offset_key(topic, partition)
+            mark = self.marks.get(key)
+            if mark is None or committed is None or self._verified.get(key) == (mark, end):
+                continue  # nothing to check, or checked at this end offset already
+            due[(topic, partition)] = mark
+        ends = {tp: positions[tp][1] for tp in due}
+        lost = {}
+        for tp, holds in marks_hold(self.log, due, begins, ends).items():
+            if holds is False:
+                lost[tp] = due[tp]
+            else:
+                self._verified[offset_key(*tp)] = (due[tp], ends[tp])
+        return lost
 
     def commit_reset(
         self,
@@ -277,6 +306,7 @@ class KafkaBatchCommitter(BatchCommitter):
             if offset_key(topic, partition) in state.offsets
         }
         log.warning("%s: committing the offsets auto_offset_reset chose: %s", where, offsets)
+        self.check_fence()  # a driver taken over must not move the offsets its successor reads
         self.group.commit(offsets)
 
     def settled_end(self, topic: str, partition: int) -> int:
@@ -284,14 +314,19 @@ class KafkaBatchCommitter(BatchCommitter):
         it (``settled_ends`` of one partition)."""
         return self.settled_ends([(topic, partition)])[(topic, partition)]
 
-    def settled_ends(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    def settled_ends(
+        self,
+        partitions: Iterable[tuple[str, int]],
+        ends: dict[tuple[str, int], int] | None = None,
+    ) -> dict[tuple[str, int], int]:
         """The last stable offset of each repartition partition once no transaction is open
         on it (every writer of the application committed or aborted before the stage began);
         after ``SETTLE_WAIT_S`` whatever is stable then (a writer that never ended its
         transaction is fenced and aborted by the task's next owner). Asks for all of them at
-        once, and again for those still unsettled."""
+        once (``ends``: their last stable offsets asked for already), and again for those
+        still unsettled."""
         wanted = list(partitions)
-        ends = self.log.end_offsets(wanted)
+        ends = {k: ends[k] for k in wanted} if ends is not None else self.log.end_offsets(wanted)
         deadline = time.monotonic() + SETTLE_WAIT_S
         pause = 0.002
         open_ = wanted
@@ -339,8 +374,34 @@ class KafkaBatchCommitter(BatchCommitter):
     # ---- the driver's calls (``BatchCommitter``), as Kafka answers them ----------------
 
     def begin_batch(self, batch: int) -> None:
-        """A newer driver took over: stop before any work (``check_fence``)."""
-        self.check_fence(batch)
+        """Check that no newer driver took over before any work, unless the work units
+        keep their producers (see the module docstring)."""
+        self._proved = False
+        if not self.units_fence:
+            self.check_fence(batch)
+            self._proved = True
+
+    def units_launched(self) -> None:
+        """Work units launched since the last run will initialise their producers: first
+        check that no newer driver fenced their ids (``check_fence``)."""
+        if self.units_fence:
+            self.check_fence()
+
+    def _run(self, *args: Any, **kwargs: Any) -> PrepareRecord:
+        """Record the stage's reports; a task that read input committed it in its work
+        unit's transaction, which Kafka accepted only if no newer driver had fenced it."""
+        prepare = super()._run(*args, **kwargs)
+        if self.units_fence and any(t.input_records for u in prepare.reports for t in u.tasks):
+            self._proved = True
+        return prepare
+
+    def commit(self, record: CommitRecord) -> CommitRecord:
+        """Record the batch's commit; after a batch in which no work unit committed a
+        transaction, check first that no newer driver took over (``check_fence``)."""
+        if not self._proved:
+            self.check_fence(record.batch)
+        self._proved = False
+        return super().commit(record)
 
     def held_states(
         self, sources: Callable[[], dict[str, list[tuple[str, int]]]]
@@ -357,9 +418,10 @@ class KafkaBatchCommitter(BatchCommitter):
         time). A cap or a cut would take the head of one block and leave the others' earlier
         records for a later batch, behind stream time."""
         whole = repartition_topics
-        available = self.log.end_offsets(k for k in keys if k[0] not in whole)
-        if whole:
-            available.update(self.settled_ends(k for k in keys if k[0] in whole))
+        available = self.log.end_offsets(keys)  # every partition's in one request
+        internal = [k for k in keys if k[0] in whole]
+        if internal:
+            available.update(self.settled_ends(internal, available))
         return available, whole
 
     def adopt_resets(
@@ -398,6 +460,8 @@ class KafkaBatchCommitter(BatchCommitter):
         """A work unit's producer was fenced: by a newer driver (then ``check_fence`` raises),
         or by an older one that reopened a task (then the retry takes it back)."""
         if not isinstance(error, FencedError):
+            if self.units_fence:  # the retry's units may initialise their producers anew
+                self.check_fence()
             return False
         self.check_fence()
         return True

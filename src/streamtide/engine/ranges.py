@@ -7,6 +7,16 @@ event time ``T`` for all its partitions: each partition reads its capped window,
 smallest window maximum among partitions that still have more input, and each partition reads
 the longest prefix of its window whose timestamps stay ``<= T``. The partition that defines
 ``T`` reads its whole window, so every batch makes progress.
+
+What this guarantees: no range holds a record later than ``T`` but the defining partition's
+(whose window ends at ``T``), no range stops before a record it could take without passing
+``T``, and every batch makes progress. A log with a time index (Kafka: ``offsets_for_times``)
+gets the same without reading the windows: ``T`` comes from the last few records of each
+capped window (``TAIL_RECORDS``), and each cut from one request, the first offset at or past
+``T + 1`` in every partition. Where each partition's timestamps do not decrease (the usual
+case, and always Kafka's ``LogAppendTime``), the tail's maximum is the window's and both give
+the same ends. Out-of-order timestamps may put a window's maximum before its tail: then ``T``
+is lower and the other partitions are cut earlier, never later, which keeps the guarantee.
 """
 
 from __future__ import annotations
@@ -20,6 +30,9 @@ from streamtide.log.api import Log
 
 #: (topic, partition) -> (start, capped end)
 Windows = dict[tuple[str, int], tuple[int, int]]
+#: How many records at the end of a capped window give its time where the log has a time
+#: index (``offsets_for_times``).
+TAIL_RECORDS = 16
 
 
 def aligned_ends(
@@ -38,6 +51,15 @@ def aligned_ends(
     capped = [key for key in busy if windows[key][1] < log_ends[key]]
     if not capped or len(busy) < 2:
         return {key: end for key, (_, end) in windows.items()}
+    if hasattr(log, "offsets_for_times"):
+        return _by_time_index(log, windows, busy, capped)
+    return _by_reading(log, windows, log_ends)
+
+
+def _by_reading(
+    log: Log, windows: Windows, log_ends: Mapping[tuple[str, int], int]
+) -> dict[tuple[str, int], int]:
+    """Read every busy window's timestamps and cut each at ``T``."""
     tables: dict[tuple[str, int], pa.Table] = {}
     limit: int | None = None  # the common time T: the least last timestamp of a capped window
     for (topic, partition), (start, end) in windows.items():
@@ -53,11 +75,52 @@ def aligned_ends(
         if limit is None or key not in tables:
             ends[key] = end
             continue
-        table = tables[key]
-        rows = _prefix_within(table.column("timestamp"), limit)
-        # the offset of the first row left out (offsets may have gaps, e.g. on Kafka)
-        ends[key] = end if rows >= table.num_rows else int(table.column("offset")[rows].as_py())
+        ends[key] = _cut(tables[key], limit, end)
     return ends
+
+
+def _by_time_index(
+    log: Log, windows: Windows, busy: list[tuple[str, int]], capped: list[tuple[str, int]]
+) -> dict[tuple[str, int], int]:
+    """``T`` from the tails of the capped windows, the cuts from the log's time index (see
+    the module docstring): a few records per capped window and one request."""
+    times = {key: _tail_time(log, key, *windows[key]) for key in capped}
+    known = {key: t for key, t in times.items() if t is not None}
+    ends = {key: end for key, (_, end) in windows.items()}
+    if not known:
+        return ends
+    limit = min(known.values())
+    defining = next(key for key, t in known.items() if t == limit)
+    after = log.offsets_for_times({key: limit + 1 for key in busy if key != defining})  # type: ignore[attr-defined]
+    for key, first in after.items():
+        start, end = windows[key]
+        if first is None or first >= end:
+            continue  # nothing in the window passes T
+        if first >= start:
+            ends[key] = first
+        else:  # a record before the window passes T: the index cannot tell, read the window
+            topic, partition = key
+            ends[key] = _cut(log.read_table(topic, partition, start, end), limit, end)
+    return ends
+
+
+def _tail_time(log: Log, key: tuple[str, int], start: int, end: int) -> int | None:
+    """The latest timestamp among the last ``TAIL_RECORDS`` offsets of a window (all of it
+    if those hold no record, e.g. only transaction markers); None if it holds none."""
+    topic, partition = key
+    table = log.read_table(topic, partition, max(start, end - TAIL_RECORDS), end)
+    if not table.num_rows and end - start > TAIL_RECORDS:
+        table = log.read_table(topic, partition, start, end)
+    if not table.num_rows:
+        return None
+    return int(pc.max(table.column("timestamp")).as_py())
+
+
+def _cut(table: pa.Table, limit: int, end: int) -> int:
+    """Where a window read as ``table`` (ending at ``end``) stops at time ``limit``: the
+    offset of the first row left out (offsets may have gaps, e.g. on Kafka)."""
+    rows = _prefix_within(table.column("timestamp"), limit)
+    return end if rows >= table.num_rows else int(table.column("offset")[rows].as_py())
 
 
 def _prefix_within(timestamps: pa.ChunkedArray, limit: int) -> int:

@@ -7,6 +7,7 @@ last ran each task (where the outcome of its held run is sent, and where queries
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from streamtide.assignment import Assignment
@@ -25,8 +26,14 @@ Unit = tuple[int, dict[str, Any], ExecutorInfo, int]
 class WorkUnitRoutes:
     """The long-running work units of one driver, and what runs where."""
 
-    def __init__(self, workers: ContinuousWorkers) -> None:
+    def __init__(
+        self, workers: ContinuousWorkers, on_launched: Callable[[], None] = lambda: None
+    ) -> None:
         self.workers = workers
+        #: called before work units launched since the last run get their first run
+        #: (``BatchCommitter.units_launched``)
+        self._on_launched = on_launched
+        self._launches_seen = 0
         self._layout: dict[SlotKey, set[str]] = {}
         #: the slot that last ran each task (to tell it the outcome, to ask it queries)
         self.ran_in: dict[str, SlotKey] = {}
@@ -63,6 +70,9 @@ class WorkUnitRoutes:
             executor_of[key] = executor
             by_slot.setdefault(key, []).append(index)
         workers.ensure(executor_of)
+        if workers.launched != self._launches_seen:
+            self._on_launched()
+            self._launches_seen = workers.launched
         replies = workers.request(
             {key: RunUnits(tuple(units[i][1] for i in indexes)) for key, indexes in by_slot.items()}
         )

@@ -153,6 +153,11 @@ class Log(ABC):
         self.describe_topic(name)
         return None
 
+    def topic_ids(self, names: Iterable[str]) -> dict[str, str | None]:
+        """``topic_id`` of many topics at once (a driver asks for every source topic of
+        every batch, which a log may answer in one request)."""
+        return {name: self.topic_id(name) for name in names}
+
     # -- offsets -----------------------------------------------------------------------------
 
     @abstractmethod

@@ -54,6 +54,7 @@ from streamtide.log.kafka_client import (
     split_options,
     translate,
 )
+from streamtide.log.kafka_probe import Found, RecordProbe
 from streamtide.log.kafka_read import PartitionReader, to_table
 from streamtide.log.kafka_write import produce_all
 from streamtide.log.segments import iter_records
@@ -94,6 +95,9 @@ class KafkaLog(Log):
         self._producer_client: Any = None
         self._consumer_client: Any = None
         self._reader: PartitionReader
+        self._probe: RecordProbe | None = None
+        self._watermarks_client: Any = None  # read_uncommitted: asks for high watermarks
+        self._probe_lock = threading.Lock()
         self._fatal_error: Any = None
         self._counts: dict[str, int] = {}
         self._closed = False
@@ -182,6 +186,20 @@ class KafkaLog(Log):
         self._no_topic_ids = found is None
         return found
 
+    def topic_ids(self, names: Iterable[str]) -> dict[str, str | None]:
+        """``topic_id`` of many topics after one metadata request (on brokers that report
+        no topic ids, nothing more is asked)."""
+        wanted = list(names)
+        if not wanted:
+            return {}
+        counts = self._metadata()
+        for name in wanted:
+            if name not in counts:
+                raise UnknownTopicError(f"topic {name!r} does not exist in {self.url}")
+        if self._no_topic_ids:
+            return dict.fromkeys(wanted)
+        return {name: self.topic_id(name) for name in wanted}
+
     def topic_configs(self, name: str) -> dict[str, str]:
         """The topic's effective configs as the broker reports them (``cleanup.policy``,
         ``retention.ms``, ...)."""
@@ -211,19 +229,20 @@ class KafkaLog(Log):
     def _list_offsets(
         self, partitions: Iterable[tuple[str, int]], which: str
     ) -> dict[tuple[str, int], int]:
-        """One ListOffsets request per broker. Begin and end offsets go through the
-        read_committed consumer (``offsets_for_times`` with Kafka's "earliest" and "latest"
-        timestamps: the end is then the last stable offset), which costs a fraction of the
-        admin client's future per partition; high watermarks through the admin client."""
+        """One ListOffsets request per broker, through a consumer (``offsets_for_times`` with
+        Kafka's "earliest" and "latest" timestamps), which costs a fraction of the admin
+        client's future per partition: begin and end offsets through the read_committed one
+        (the end is then the last stable offset), high watermarks through a read_uncommitted
+        one that never reads a record."""
         from confluent_kafka import KafkaException, TopicPartition
 
         wanted = list(dict.fromkeys(partitions))
         for topic, partition in wanted:
             self._check_partition(topic, partition)
-        if which == "high" or not wanted:
-            return self._admin().list_offsets(wanted, which)
+        if not wanted:
+            return {}
         stamp = _EARLIEST if which == "begin" else _LATEST
-        consumer = self._consumer()
+        consumer = self._watermark_consumer() if which == "high" else self._consumer()
         try:
             found = consumer.offsets_for_times(
                 [TopicPartition(t, p, stamp) for t, p in wanted], timeout=self.timeout_s
@@ -239,6 +258,40 @@ class KafkaLog(Log):
                     KafkaException(tp.error), tp.topic, tp.partition, "reading the offsets of"
                 )
             offsets[(tp.topic, tp.partition)] = int(tp.offset)
+        return offsets
+
+    def offsets_for_times(
+        self, times: Mapping[tuple[str, int], int]
+    ) -> dict[tuple[str, int], int | None]:
+        """For each partition, the first offset (below the last stable offset) whose record's
+        timestamp is at or past the given one, or None if there is none: Kafka's time index,
+        every partition in one request per broker (``engine.ranges`` cuts batches with it)."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        wanted = dict(times)
+        for topic, partition in wanted:
+            self._check_partition(topic, partition)
+        if not wanted:
+            return {}
+        try:
+            found = self._consumer().offsets_for_times(
+                [TopicPartition(t, p, int(ts)) for (t, p), ts in wanted.items()],
+                timeout=self.timeout_s,
+            )
+        except Exception as e:
+            raise translate(
+                e, f"looking up offsets by time in {len(wanted)} partition(s)"
+            ) from None
+        offsets: dict[tuple[str, int], int | None] = {}
+        for tp in found:
+            if tp.error is not None:
+                raise self._read_error(
+                    KafkaException(tp.error),
+                    tp.topic,
+                    tp.partition,
+                    "looking up offsets by time in",
+                )
+            offsets[(tp.topic, tp.partition)] = int(tp.offset) if tp.offset >= 0 else None
         return offsets
 
     def high_watermark(self, topic: str, partition: int) -> int:
@@ -343,6 +396,16 @@ class KafkaLog(Log):
         if max_records == 0:
             stop = start
         return start, stop
+
+    def records_at(self, positions: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], Found]:
+        """The record at each ``(topic, partition) -> offset``, read for all partitions at
+        once (``kafka_probe``): ``(timestamp, key, value)`` where one was found exactly
+        there; partitions left out have no answer (read them with ``read``)."""
+        self._check_open()
+        with self._probe_lock:
+            if self._probe is None:
+                self._probe = RecordProbe(self._bootstrap, self._client_options, READER_GROUP_ID)
+            return self._probe.records_at(positions)
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -457,12 +520,19 @@ class KafkaLog(Log):
                 return
             self._closed = True
             producer, consumer = self._producer_client, self._consumer_client
+            watermarks, self._watermarks_client = self._watermarks_client, None
             self._producer_client = self._consumer_client = self._admin_client = None
+        if watermarks is not None:
+            watermarks.close()
         if producer is not None:
             producer.flush(self.timeout_s)
         if consumer is not None:
             with self._read_lock:
                 consumer.close()
+        with self._probe_lock:
+            if self._probe is not None:
+                self._probe.close()
+                self._probe = None
 
     # -- internals ---------------------------------------------------------------------------
 
@@ -521,6 +591,24 @@ class KafkaLog(Log):
                 self._consumer_client = new_client(Consumer, config, f"reading {self.url}")
                 self._reader = PartitionReader(self._consumer_client)
             return self._consumer_client
+
+    def _watermark_consumer(self) -> Any:
+        """A read_uncommitted consumer that only lists offsets (its "latest" is the high
+        watermark); it never reads records, so it never shows uncommitted ones."""
+        with self._lock:
+            self._check_open()
+            if self._watermarks_client is None:
+                from confluent_kafka import Consumer
+
+                options = {
+                    "group.id": READER_GROUP_ID,
+                    **self._client_options,
+                    "isolation.level": "read_uncommitted",
+                }
+                required = {**REQUIRED_CONSUMER, "isolation.level": "read_uncommitted"}
+                config = client_config(self._bootstrap, options, required)
+                self._watermarks_client = new_client(Consumer, config, f"listing {self.url}")
+            return self._watermarks_client
 
     def _metadata(self) -> dict[str, int]:
         """Partition counts of all topics, fresh from the cluster (and cached)."""

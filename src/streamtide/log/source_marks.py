@@ -12,6 +12,7 @@ as the topic is (records are immutable); a re-created topic holds another one th
 from __future__ import annotations
 
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,3 +69,32 @@ def mark_holds(log: Any, topic: str, partition: int, mark: SourceMark) -> bool |
     if found is None or found.offset != mark.offset:
         return False
     return found.timestamp == mark.timestamp and record_crc(found.key, found.value) == mark.crc
+
+
+Key = tuple[str, int]
+
+
+def marks_hold(
+    log: Any, marks: Mapping[Key, SourceMark], begins: Mapping[Key, int], ends: Mapping[Key, int]
+) -> dict[Key, bool | None]:
+    """``mark_holds`` of many partitions, given their begin and end offsets: the marked
+    records are read together where the log can (Kafka's ``records_at``: one consumer for
+    all of them), and one by one where it cannot tell from that."""
+    held: dict[Key, bool | None] = {}
+    wanted = {}
+    for key, mark in marks.items():
+        if mark.offset < begins[key]:
+            held[key] = None
+        elif mark.offset >= ends[key]:
+            held[key] = False
+        else:
+            wanted[key] = mark.offset
+    found = log.records_at(wanted) if wanted and hasattr(log, "records_at") else {}
+    for key in wanted:
+        mark = marks[key]
+        if key in found:
+            timestamp, k, v = found[key]
+            held[key] = timestamp == mark.timestamp and record_crc(k, v) == mark.crc
+        else:
+            held[key] = mark_holds(log, key[0], key[1], mark)
+    return held

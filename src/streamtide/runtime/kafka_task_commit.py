@@ -49,13 +49,28 @@ def source_partitions(
 ) -> list[tuple[str, int]]:
     """The (physical) source partitions a task reads: its partition of each source topic
     that has it (the offsets its commits carry)."""
-    parsed = TaskId.parse(task_id)
-    subtopology, partition = parsed.subtopology, parsed.partition
-    topics = (
-        topology.resolve_topic(topic, application_id)
-        for topic in topology.subtopology(subtopology).source_topics
-    )
-    return [(topic, partition) for topic in topics if partition < log.partitions(topic)]
+    return sources_by_task(topology, application_id, log, [task_id])[task_id]
+
+
+def sources_by_task(
+    topology: Topology, application_id: str, log: Log, task_ids: Iterable[str]
+) -> dict[str, list[tuple[str, int]]]:
+    """``source_partitions`` of many tasks: each sub-topology's topics are resolved, and
+    each topic's partition count asked, once (a driver asks for thousands of tasks)."""
+    topics_of: dict[int, list[tuple[str, int]]] = {}
+    found = {}
+    for task_id in task_ids:
+        parsed = TaskId.parse(task_id)
+        subtopology, partition = parsed.subtopology, parsed.partition
+        topics = topics_of.get(subtopology)
+        if topics is None:
+            names = (
+                topology.resolve_topic(topic, application_id)
+                for topic in topology.subtopology(subtopology).source_topics
+            )
+            topics = topics_of[subtopology] = [(name, log.partitions(name)) for name in names]
+        found[task_id] = [(topic, partition) for topic, count in topics if partition < count]
+    return found
 
 
 def task_transactional_id(application_id: str, task_id: str) -> str:
@@ -95,16 +110,31 @@ def decode_state(
     committed: dict[tuple[str, int], Committed], where: str
 ) -> TaskCommittedState | None:
     """The task state that committed offsets stand for (None: nothing committed yet)."""
+    return decode_committed(committed, where)[0]
+
+
+def decode_committed(
+    committed: dict[tuple[str, int], Committed], where: str
+) -> tuple[TaskCommittedState | None, dict[str, SourceMark]]:
+    """``decode_state`` and ``decode_marks`` at once (the metadata parsed once)."""
     if not committed:
-        return None
+        return None, {}
+    metadata = _metadata(committed, where)
     offsets = {offset_key(t, p): offset for (t, p), (offset, _) in committed.items()}
-    return TaskCommittedState.from_dict({**_metadata(committed, where), "offsets": offsets})
+    state = TaskCommittedState.from_dict({**metadata, "offsets": offsets})
+    return state, _marks(committed, metadata, where)
 
 
 def decode_marks(committed: dict[tuple[str, int], Committed], where: str) -> dict[str, SourceMark]:
     """The marks committed with the offsets (``"topic:partition"`` -> mark), of partitions
     that still have an offset."""
-    found = _metadata(committed, where).get("marks", {})
+    return _marks(committed, _metadata(committed, where), where)
+
+
+def _marks(
+    committed: dict[tuple[str, int], Committed], metadata: dict[str, Any], where: str
+) -> dict[str, SourceMark]:
+    found = metadata.get("marks", {})
     held = {offset_key(t, p) for t, p in committed}
     try:
         return {str(k): SourceMark.from_list(v) for k, v in found.items() if k in held}

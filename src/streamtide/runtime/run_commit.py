@@ -33,6 +33,7 @@ from streamtide.runtime.kafka_task_commit import (
     KafkaTaskCommit,
     TaskRun,
     source_partitions,
+    sources_by_task,
 )
 from streamtide.runtime.kafka_unit_commit import KafkaUnitCommit
 from streamtide.runtime.log_traits import traits_of
@@ -249,9 +250,8 @@ class KafkaCommit:
             self._units[str(key)] = unit
         self._unit = unit
         app = self.config.application_id
-        partitions = [
-            tp for task in task_ids for tp in source_partitions(self.topology, app, self.log, task)
-        ]
+        sources = sources_by_task(self.topology, app, self.log, task_ids)
+        partitions = [tp for tps in sources.values() for tp in tps]
         self.committed = self.group.committed(partitions)
 
     def task(self, task_id: str) -> TaskCommit:
