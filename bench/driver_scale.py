@@ -130,7 +130,7 @@ def run_application(
             row = summarize(kind, partitions, subtopologies, units, costs)
             if args.profile:
                 sim.feed(source, partitions)
-                row["profile"] = profiled(app.run_batch, args.profile)
+                row["profile"] = profiled(app.run_batch, args.profile, args.profile_sort)
             row["start_s"] = round(start_s, 2)
             row["app_s"] = round(time.perf_counter() - started, 2)  # so far, start included
             rows.append(row)
@@ -142,8 +142,9 @@ def run_application(
     return rows
 
 
-def profiled(run: Any, top: int) -> list[str]:
-    """The ``top`` functions of one batch by own time (cProfile), as text lines."""
+def profiled(run: Any, top: int, sort: str = "tottime") -> list[str]:
+    """The ``top`` functions of one batch by ``sort`` (own time by default; cProfile), as
+    text lines."""
     import cProfile
     import io
     import pstats
@@ -151,7 +152,7 @@ def profiled(run: Any, top: int) -> list[str]:
     profile = cProfile.Profile()
     profile.runcall(run)
     out = io.StringIO()
-    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(top)
+    pstats.Stats(profile, stream=out).sort_stats(sort).print_stats(top)
     return [ln for ln in out.getvalue().splitlines() if ln.strip()]
 
 
@@ -278,6 +279,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--profile", type=int, default=0, help="profile one more batch per point: top N"
+    )
+    parser.add_argument(
+        "--profile-sort", default="tottime", help="order of --profile: tottime, cumulative"
     )
     parser.add_argument("--markdown", action="store_true", help="also print docs tables")
     parser.add_argument(

@@ -170,8 +170,9 @@ class Partition(PartitionSegments):
         self._maybe_checkpoint()
         return True
 
-    def prev_hash(self) -> str:
-        """The hash the next entry is chained by (read from the file if not known)."""
+    def prev_hash(self) -> str | None:
+        """The hash the next entry is chained by (read from the file if not known; None:
+        entries of this partition are not chained one by one)."""
         st = self.state
         if st.last_hash is None:
             rel = f"{self._manifest}/{entry_name(st.next_entry - 1)}"
