@@ -195,19 +195,50 @@ class Budget:
 def sweep(
     args: argparse.Namespace, sim: SimulatedExecutors, root: Path
 ) -> tuple[list[dict[str, Any]], dict[str, str | None], list[str]]:
-    """Every point, smallest first and both logs at each size (so a cut-off leaves them
-    equally far); returns the rows, where each log stopped (if it did) and what the budget
-    left out."""
+    """The target point first (at its work units; so that the last JSON line has it even
+    when the budget is short), then every point, smallest first and both logs at each size
+    (so a cut-off leaves them equally far); returns the rows (in table order), where each
+    log stopped (if it did) and what the budget left out."""
     rows: list[dict[str, Any]] = []
     stopped: dict[str, str | None] = {kind: None for kind in args.logs}
     skipped: list[str] = []
     budget = Budget(args.budget_s)
     broker = None
+    first = (TARGET["partitions"], TARGET["subtopologies"], TARGET["work_units"])
+    targeted = (
+        first[0] in args.partitions
+        and first[1] in args.subtopologies
+        and first[2] in args.work_units
+    )
+
+    def measure(
+        kind: str, partitions: int, subs: int, units: list[int], plan: tuple[int, int]
+    ) -> None:
+        here = root / f"{kind}-{partitions}-{subs}"
+        # one broker; a file log of its own per application
+        url = broker.url if broker and kind == "kafka" else f"file://{here / 'log'}"
+        try:
+            found = run_application(
+                kind, url, str(here / "state"), partitions, subs, units, sim, args, plan
+            )
+        except Exception as exc:
+            stopped[kind] = f"{partitions} partitions, {subs} sub-topologies: {exc}"
+            print(f"{kind}: stopped at {stopped[kind]}", flush=True)
+            return
+        finally:  # each application's files go as soon as it is done
+            shutil.rmtree(here, ignore_errors=True)
+        budget.learn(kind, partitions * subs, sum(plan) * len(units), found)
+        rows.extend(found)
+
     try:
         if "kafka" in args.logs:
             from streamtide.testing.kafka_broker import start_broker
 
             broker = start_broker(root / "broker")
+        if targeted:
+            settle, batches, _ = batch_plan(first[0], args)
+            for kind in args.logs:
+                measure(kind, first[0], first[1], [first[2]], (settle, batches))
         for partitions in args.partitions:
             settle, batches, planned = batch_plan(partitions, args)
             if planned != list(args.work_units):
@@ -219,45 +250,22 @@ def sweep(
                     if stopped[kind] is not None:
                         continue
                     units = list(planned)
+                    if targeted and (partitions, subs) == first[:2]:
+                        units = [u for u in units if u != first[2]]  # measured first
+                        if not units:
+                            continue
                     tasks = partitions * subs
                     needed = budget.estimate(kind, tasks, (settle + batches) * len(units))
-                    if needed > budget.left() and TARGET["work_units"] in units:
-                        units = [TARGET["work_units"]]
-                        needed = budget.estimate(kind, tasks, settle + batches)
                     point = f"{kind} {partitions} partitions {subs} sub-topologies"
                     if needed > budget.left():
                         skipped.append(f"{point}: about {needed:.0f} s, {budget.left():.0f} s left")
                         print(f"skipped (time budget) {skipped[-1]}", flush=True)
                         continue
-                    if units != planned:
-                        skipped.append(f"{point}: work units {units} only (time budget)")
-                    here = root / f"{kind}-{partitions}-{subs}"
-                    state = str(here / "state")
-                    # one broker; a file log of its own per application
-                    url = broker.url if broker and kind == "kafka" else f"file://{here / 'log'}"
-                    try:
-                        found = run_application(
-                            kind,
-                            url,
-                            state,
-                            partitions,
-                            subs,
-                            units,
-                            sim,
-                            args,
-                            (settle, batches),
-                        )
-                    except Exception as exc:
-                        stopped[kind] = f"{partitions} partitions, {subs} sub-topologies: {exc}"
-                        print(f"{kind}: stopped at {stopped[kind]}", flush=True)
-                        continue
-                    finally:  # each application's files go as soon as it is done
-                        shutil.rmtree(here, ignore_errors=True)
-                    budget.learn(kind, tasks, (settle + batches) * len(units), found)
-                    rows += found
+                    measure(kind, partitions, subs, units, (settle, batches))
     finally:
         if broker is not None:
             broker.stop()
+    rows.sort(key=lambda r: (r["log"], r["subtopologies"], r["partitions"], r["work_units"]))
     return rows, stopped, skipped
 
 

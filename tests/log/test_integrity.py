@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,14 +13,9 @@ from streamtide.errors import CorruptLogError
 from streamtide.log import FileLog, LogRecord
 from streamtide.log.manifest import entry_name
 
-
-@pytest.fixture
-def log(tmp_path: Path) -> Iterator[FileLog]:
-    """The per-partition manifest layout (topics of earlier releases), whose entry files
-    these tests check; grouped topics: ``test_topic_manifest.py``."""
-    handle = FileLog(str(tmp_path / "data"), grouped_manifests=False)
-    yield handle
-    handle.close()
+#: The ``log`` fixture's topics have the per-partition manifest layout (topics of earlier
+#: releases), whose entry files these tests check; grouped topics: ``test_topic_manifest.py``.
+PER_PARTITION_LAYOUT = True
 
 
 def recs(n: int, prefix: str = "v") -> list[LogRecord]:

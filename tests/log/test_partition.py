@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -21,14 +20,9 @@ from streamtide.log import (
 )
 from streamtide.log.manifest import PartitionState, entry_name
 
-
-@pytest.fixture
-def log(tmp_path: Path) -> Iterator[FileLog]:
-    """The per-partition manifest layout (topics of earlier releases), whose entry files
-    these tests check; grouped topics: ``test_topic_manifest.py``."""
-    handle = FileLog(str(tmp_path / "data"), grouped_manifests=False)
-    yield handle
-    handle.close()
+#: The ``log`` fixture's topics have the per-partition manifest layout (topics of earlier
+#: releases), whose entry files these tests check; grouped topics: ``test_topic_manifest.py``.
+PER_PARTITION_LAYOUT = True
 
 
 def recs(n: int, prefix: str = "v") -> list[LogRecord]:

@@ -35,7 +35,7 @@ from typing import Any
 
 from streamtide.errors import CorruptLogError, LogError, UnsupportedVersionError
 from streamtide.log.manifest import PartitionState, checked, entry_hash, entry_name
-from streamtide.log.shared_segments import parse_slice
+from streamtide.log.partition_segments import delete_dropped
 from streamtide.log.storage import LocalStorage
 
 GROUP_VERSION = 1
@@ -141,17 +141,8 @@ class TopicManifest:
             self._delete_segments(partition, state.apply_fields(checked(fields, at), at))
 
     def _delete_segments(self, partition: int, names: list[str]) -> None:
-        # Whoever applies a truncation deletes its segment files (as ``Partition`` does), so
-        # a truncating process that died before deleting them leaves no orphans behind.
-        for name in names:
-            parsed = parse_slice(name)
-            if parsed is not None:
-                self.dropped_shared.add(parsed[0])
-                continue
-            try:
-                self.storage.delete_file(f"{self.topic}/{partition}/segments/{name}")
-            except OSError:
-                pass
+        segments = f"{self.topic}/{partition}/segments"
+        delete_dropped(self.storage, segments, names, self.dropped_shared)
 
     def _check_no_gap(self) -> None:
         later = f"{self._groups}/{entry_name(self.next_group + 1)}"
