@@ -222,6 +222,7 @@ def patch_process() -> None:
     _count_calls(os, "replace", "files")
     _count_calls(storage.LocalStorage, "write_table", "files")
     _count_calls(storage.LocalStorage, "write_bytes_atomic", "files")
+    _count_calls(storage.LocalStorage, "create_lazily", "files")  # manifest entries, no fsync
     _patch_kafka()
 
 

@@ -130,7 +130,7 @@ def run_application(
             row = summarize(kind, partitions, subtopologies, units, costs)
             if args.profile:
                 sim.feed(source, partitions)
-                row["profile"] = profiled(app.run_batch, args.profile)
+                row["profile"] = profiled(app.run_batch, args.profile, args.profile_sort)
             row["start_s"] = round(start_s, 2)
             row["app_s"] = round(time.perf_counter() - started, 2)  # so far, start included
             rows.append(row)
@@ -142,8 +142,9 @@ def run_application(
     return rows
 
 
-def profiled(run: Any, top: int) -> list[str]:
-    """The ``top`` functions of one batch by own time (cProfile), as text lines."""
+def profiled(run: Any, top: int, sort: str = "tottime") -> list[str]:
+    """The ``top`` functions of one batch by ``sort`` (own time by default; cProfile), as
+    text lines."""
     import cProfile
     import io
     import pstats
@@ -151,7 +152,7 @@ def profiled(run: Any, top: int) -> list[str]:
     profile = cProfile.Profile()
     profile.runcall(run)
     out = io.StringIO()
-    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(top)
+    pstats.Stats(profile, stream=out).sort_stats(sort).print_stats(top)
     return [ln for ln in out.getvalue().splitlines() if ln.strip()]
 
 
@@ -194,19 +195,50 @@ class Budget:
 def sweep(
     args: argparse.Namespace, sim: SimulatedExecutors, root: Path
 ) -> tuple[list[dict[str, Any]], dict[str, str | None], list[str]]:
-    """Every point, smallest first and both logs at each size (so a cut-off leaves them
-    equally far); returns the rows, where each log stopped (if it did) and what the budget
-    left out."""
+    """The target point first (at its work units; so that the last JSON line has it even
+    when the budget is short), then every point, smallest first and both logs at each size
+    (so a cut-off leaves them equally far); returns the rows (in table order), where each
+    log stopped (if it did) and what the budget left out."""
     rows: list[dict[str, Any]] = []
     stopped: dict[str, str | None] = {kind: None for kind in args.logs}
     skipped: list[str] = []
     budget = Budget(args.budget_s)
     broker = None
+    first = (TARGET["partitions"], TARGET["subtopologies"], TARGET["work_units"])
+    targeted = (
+        first[0] in args.partitions
+        and first[1] in args.subtopologies
+        and first[2] in args.work_units
+    )
+
+    def measure(
+        kind: str, partitions: int, subs: int, units: list[int], plan: tuple[int, int]
+    ) -> None:
+        here = root / f"{kind}-{partitions}-{subs}"
+        # one broker; a file log of its own per application
+        url = broker.url if broker and kind == "kafka" else f"file://{here / 'log'}"
+        try:
+            found = run_application(
+                kind, url, str(here / "state"), partitions, subs, units, sim, args, plan
+            )
+        except Exception as exc:
+            stopped[kind] = f"{partitions} partitions, {subs} sub-topologies: {exc}"
+            print(f"{kind}: stopped at {stopped[kind]}", flush=True)
+            return
+        finally:  # each application's files go as soon as it is done
+            shutil.rmtree(here, ignore_errors=True)
+        budget.learn(kind, partitions * subs, sum(plan) * len(units), found)
+        rows.extend(found)
+
     try:
         if "kafka" in args.logs:
             from streamtide.testing.kafka_broker import start_broker
 
             broker = start_broker(root / "broker")
+        if targeted:
+            settle, batches, _ = batch_plan(first[0], args)
+            for kind in args.logs:
+                measure(kind, first[0], first[1], [first[2]], (settle, batches))
         for partitions in args.partitions:
             settle, batches, planned = batch_plan(partitions, args)
             if planned != list(args.work_units):
@@ -218,45 +250,22 @@ def sweep(
                     if stopped[kind] is not None:
                         continue
                     units = list(planned)
+                    if targeted and (partitions, subs) == first[:2]:
+                        units = [u for u in units if u != first[2]]  # measured first
+                        if not units:
+                            continue
                     tasks = partitions * subs
                     needed = budget.estimate(kind, tasks, (settle + batches) * len(units))
-                    if needed > budget.left() and TARGET["work_units"] in units:
-                        units = [TARGET["work_units"]]
-                        needed = budget.estimate(kind, tasks, settle + batches)
                     point = f"{kind} {partitions} partitions {subs} sub-topologies"
                     if needed > budget.left():
                         skipped.append(f"{point}: about {needed:.0f} s, {budget.left():.0f} s left")
                         print(f"skipped (time budget) {skipped[-1]}", flush=True)
                         continue
-                    if units != planned:
-                        skipped.append(f"{point}: work units {units} only (time budget)")
-                    here = root / f"{kind}-{partitions}-{subs}"
-                    state = str(here / "state")
-                    # one broker; a file log of its own per application
-                    url = broker.url if broker and kind == "kafka" else f"file://{here / 'log'}"
-                    try:
-                        found = run_application(
-                            kind,
-                            url,
-                            state,
-                            partitions,
-                            subs,
-                            units,
-                            sim,
-                            args,
-                            (settle, batches),
-                        )
-                    except Exception as exc:
-                        stopped[kind] = f"{partitions} partitions, {subs} sub-topologies: {exc}"
-                        print(f"{kind}: stopped at {stopped[kind]}", flush=True)
-                        continue
-                    finally:  # each application's files go as soon as it is done
-                        shutil.rmtree(here, ignore_errors=True)
-                    budget.learn(kind, tasks, (settle + batches) * len(units), found)
-                    rows += found
+                    measure(kind, partitions, subs, units, (settle, batches))
     finally:
         if broker is not None:
             broker.stop()
+    rows.sort(key=lambda r: (r["log"], r["subtopologies"], r["partitions"], r["work_units"]))
     return rows, stopped, skipped
 
 
@@ -278,6 +287,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--profile", type=int, default=0, help="profile one more batch per point: top N"
+    )
+    parser.add_argument(
+        "--profile-sort", default="tottime", help="order of --profile: tottime, cumulative"
     )
     parser.add_argument("--markdown", action="store_true", help="also print docs tables")
     parser.add_argument(

@@ -10,7 +10,9 @@ protocol (``engine.worker.answer_driver``): it processes no records, but for eac
 task with input it leaves what the driver's commit needs, as a real task would:
 
 - on the file log, one unsealed one-record segment per partition the task writes (its sink
-  partition and its stores' changelog partitions), which the driver seals;
+  partition and its stores' changelog partitions), which the driver seals: slices of two
+  shared files per work unit and run (changelogs, and the rest), written at the end of the
+  run with the work units' own ``runtime.unit_writes``, as real work units write them;
 - on Kafka, one record to each of those partitions, and the task's input offsets with its
   state in the application's consumer group (one commit per run message), from which the
   driver plans the next batch.
@@ -36,6 +38,7 @@ from typing import Any
 from streamtide.engine import slots as slot_registry
 from streamtide.engine.control_address import LOOPBACK
 from streamtide.engine.interop import ExecutorInfo
+from streamtide.runtime.unit_writes import UnitWrites
 
 PROCESSES = 4
 
@@ -319,15 +322,16 @@ class _Simulator:
         prefix = f"{self.settings['app']}/b{unit['batch']}/s{unit['stage']}/"
         now = int(time.time() * 1000)
         tasks = []
+        writes = UnitWrites()
         for active in unit["active"]:
             task = active["task_id"]
             partition = int(task.split("_")[1])
             ranges = {t: (int(r[0]), int(r[1])) for t, r in active["ranges"].items()}
             read = sum(end - start for start, end in ranges.values())
             writer = f"{prefix}{task}/{attempt}"
-            segments = []
+            segments: list[Any] = []
             if read:
-                segments = self.write(stage["writes"], partition, writer, now)
+                segments = self.write(stage, partition, writer, now, writes)
             state = {
                 "offsets": {f"{t}:{partition}": end for t, (_, end) in ranges.items()},
                 "stream_time": now,
@@ -358,6 +362,8 @@ class _Simulator:
                     "duration_ms": 0.5,
                 }
             )
+        if self.log is not None and len(writes):
+            writes.write(self.log, f"{prefix}unit/{attempt}")
         standbys = {}
         for task in unit.get("standby", []):
             partition = int(task.split("_")[1])
@@ -379,22 +385,26 @@ class _Simulator:
             "ran_on": {"executor": unit["client"], "pid": os.getpid()},
         }
 
-    def write(self, topics: list[str], partition: int, writer: str, now: int) -> list[Any]:
-        """One record to ``partition`` of each topic: an unsealed segment each on the file
-        log, a produced record each on Kafka."""
+    def write(
+        self, stage: dict[str, Any], partition: int, writer: str, now: int, writes: UnitWrites
+    ) -> list[Any]:
+        """One record to ``partition`` of each topic the stage writes: held in ``writes`` on
+        the file log (written at the end of the unit, filling the list returned), a produced
+        record each on Kafka."""
         from streamtide.log import LogRecord
+        from streamtide.log.segments import to_table
 
-        segments = []
-        for topic in topics:
+        segments: list[Any] = []
+        tables = []
+        for topic in stage["writes"]:
             key = (topic, partition)
             self.written[key] = self.written.get(key, 0) + 1
             if self.kafka is not None:
                 self.kafka[0].produce(topic, b"v", b"k", partition=partition, timestamp=now)
                 continue
-            ref = self.log.write_segment(
-                topic, partition, [LogRecord(b"k", b"v", now)], writer_id=writer
-            )
-            segments.append(ref.as_dict())
+            tables.append((topic, partition, to_table([LogRecord(b"k", b"v", now)])))
+        if tables:
+            writes.add(segments, writer, tables, set(stage["stores"].values()))
         return segments
 
 

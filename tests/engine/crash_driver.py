@@ -24,9 +24,8 @@ from typing import Any
 from streamtide.engine.app_dir import AppDirectory
 from streamtide.engine.committer import BatchCommitter
 from streamtide.engine.kafka_committer import KafkaBatchCommitter
+from streamtide.log.file_topic_manifest import TopicManifest
 from streamtide.log.kafka_transaction import KafkaTransaction
-from streamtide.log.partition import Partition
-from streamtide.log.seal_journal import SealJournal
 from streamtide.runtime.kafka_unit_commit import KafkaUnitCommit
 from streamtide.runtime.task_host import TaskHost
 from tests.engine.local_driver import LocalDriver
@@ -64,16 +63,10 @@ FILE_STEPS = (
     ),
     Step("prepare", AppDirectory, "create_prepare", meaning="the prepare record names winners"),
     Step(
-        "seal-journal",
-        SealJournal,
-        "record",
-        meaning="the stage's seals are in the seal journal, no manifest entry created yet",
-    ),
-    Step(
-        "seal-segment",
-        Partition,
-        "create_entry",
-        meaning="one manifest entry is created (not yet durable), the others not yet",
+        "seal-group",
+        TopicManifest,
+        "create",
+        meaning="one topic's group of seals is created (durable), the stage's others not yet",
     ),
     Step("seal", AppDirectory, "create_seal", meaning="the stage's seal record is written"),
     Step("sweep", BatchCommitter, "sweep", meaning="losing attempts' segments are deleted"),

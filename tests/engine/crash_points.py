@@ -114,8 +114,9 @@ def crash_points(trace: list[tuple[str, int]], kafka: bool, every: bool = False)
         points.append((step, first[1] if len(first) > 1 else first[0]))
     if kafka:  # a task committed, the next one not; the restart dies after fencing 2 tasks
         points.append(("txn-committed", 1, "task-fenced", 2))
-    else:  # one manifest entry created, the others not; the restart dies after its epoch
-        points.append(("seal-segment", 1, "epoch", 1))
+    else:  # one topic's group of seals created, the others not; the restart dies after its
+        # epoch
+        points.append(("seal-group", 1, "epoch", 1))
     return points
 
 

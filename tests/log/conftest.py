@@ -12,8 +12,11 @@ from tests.kafka_broker import KAFKA_TEST_OPTIONS
 
 
 @pytest.fixture
-def log(tmp_path: Path) -> Iterator[FileLog]:
-    handle = FileLog(str(tmp_path / "data"))
+def log(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[FileLog]:
+    """A file log; in modules that set ``PER_PARTITION_LAYOUT = True`` its topics have the
+    per-partition manifest layout of earlier releases (whose entry files they check)."""
+    grouped = not getattr(request.module, "PER_PARTITION_LAYOUT", False)
+    handle = FileLog(str(tmp_path / "data"), grouped_manifests=grouped)
     yield handle
     handle.close()
 

@@ -85,15 +85,20 @@ def test_on_disk_layout(log: FileLog) -> None:
     log.append("t", 1, recs(2))
     root = Path(log.root)
     meta = json.loads((root / "t" / "topic.json").read_text())
-    assert meta["partitions"] == 2 and meta["name"] == "t"
-    assert sorted(p.name for p in (root / "t" / "1").iterdir()) == [
+    assert meta["partitions"] == 2 and meta["name"] == "t" and meta["manifest"] == "grouped"
+    assert sorted(p.name for p in (root / "t").iterdir()) == [
+        "0",
+        "1",
         "checkpoints",
-        "head.json",
         "manifest",
-        "segments",
+        "topic.json",
     ]
-    entry = json.loads((root / "t" / "1" / "manifest" / f"{0:020d}.json").read_bytes())
-    assert entry["kind"] == "seal" and entry["base_offset"] == 0 and entry["record_count"] == 2
+    assert sorted(p.name for p in (root / "t" / "1").iterdir()) == ["manifest", "segments"]
+    group = json.loads((root / "t" / "manifest" / f"{0:020d}.json").read_bytes())
+    assert group["v"] == 1 and group["prev"] == ""
+    [(partition, entry)] = group["entries"]
+    assert partition == 1 and entry["kind"] == "seal"
+    assert entry["base_offset"] == 0 and entry["record_count"] == 2
     assert (root / "t" / "1" / "segments" / entry["segment"]).is_file()
     assert list((root / "t" / "0" / "segments").iterdir()) == []
 

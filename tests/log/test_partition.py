@@ -20,6 +20,10 @@ from streamtide.log import (
 )
 from streamtide.log.manifest import PartitionState, entry_name
 
+#: The ``log`` fixture's topics have the per-partition manifest layout (topics of earlier
+#: releases), whose entry files these tests check; grouped topics: ``test_topic_manifest.py``.
+PER_PARTITION_LAYOUT = True
+
 
 def recs(n: int, prefix: str = "v") -> list[LogRecord]:
     return [LogRecord(f"k{i}".encode(), f"{prefix}{i}".encode(), i) for i in range(n)]
@@ -64,7 +68,7 @@ def test_seal_is_idempotent_by_seal_id(log: FileLog, topic: str, tmp_path: Path)
     assert log.seal(topic, 1, ref, seal_id="batch-3/0_1") == 0
     log.append(topic, 1, recs(1))
     assert log.seal(topic, 1, ref, seal_id="batch-3/0_1") == 0
-    other_handle = FileLog(log.root)
+    other_handle = FileLog(log.root, grouped_manifests=False)
     assert other_handle.seal(topic, 1, ref, seal_id="batch-3/0_1") == 0
     assert log.end_offset(topic, 1) == 5
     assert len(list(Path(log.root, topic, "1", "manifest").iterdir())) == 2
@@ -165,7 +169,7 @@ def test_truncate_before_drops_whole_segments_durably(log: FileLog, topic: str) 
     with pytest.raises(OffsetOutOfRangeError, match="truncated"):
         log.read(topic, 0, 9)
     assert log.truncate_before(topic, 0, 3) == 10  # below begin: no-op
-    fresh = FileLog(log.root)
+    fresh = FileLog(log.root, grouped_manifests=False)
     assert (fresh.begin_offset(topic, 0), fresh.end_offset(topic, 0)) == (10, 30)
     assert log.truncate_before(topic, 0, 30) == 30
     assert list(log.read(topic, 0, 30)) == [] and list(seg_dir.iterdir()) == []
@@ -190,14 +194,17 @@ def test_truncated_segments_are_removed_by_any_later_reader(log: FileLog, topic:
     entry = truncate_entry(*plan, prev=part.state.last_hash)
     assert part.storage.create_exclusive(rel, entry)  # the "died here" point
     assert len(list((Path(log.root) / topic / "0" / "segments").iterdir())) == 2
-    other = FileLog(log.root)
+    other = FileLog(log.root, grouped_manifests=False)
     assert other.begin_offset(topic, 0) == 3
     assert other.list_unsealed(topic, 0) == []
     assert len(list((Path(log.root) / topic / "0" / "segments").iterdir())) == 1
 
 
 def test_reading_a_segment_truncated_under_the_reader(tmp_path: Path) -> None:
-    reader, truncator = FileLog(str(tmp_path)), FileLog(str(tmp_path))
+    reader, truncator = (
+        FileLog(str(tmp_path), grouped_manifests=False),
+        FileLog(str(tmp_path), grouped_manifests=False),
+    )
     reader.create_topic("t", 1)
     reader.append("t", 0, recs(3))
     reader.append("t", 0, recs(3))
@@ -219,14 +226,14 @@ def _replay(root: str, topic: str, partition: int) -> PartitionState:
 
 
 def test_checkpoints_are_written_and_loaded(tmp_path: Path) -> None:
-    log = FileLog(str(tmp_path), checkpoint_every=4)
+    log = FileLog(str(tmp_path), checkpoint_every=4, grouped_manifests=False)
     log.create_topic("t", 1)
     for b in range(11):
         log.append("t", 0, recs(2, f"{b}-"))
     log.truncate_before("t", 0, 4)
     checkpoints = Path(tmp_path, "t", "0", "checkpoints")
     assert sorted(p.name for p in checkpoints.iterdir()) == [entry_name(8), entry_name(12)]
-    fresh = FileLog(str(tmp_path), checkpoint_every=4)
+    fresh = FileLog(str(tmp_path), checkpoint_every=4, grouped_manifests=False)
     loaded = fresh._partition("t", 0).refresh()
     replayed = _replay(str(tmp_path), "t", 0)
     assert loaded.segments == replayed.segments and loaded.next_entry == replayed.next_entry == 12
@@ -235,16 +242,18 @@ def test_checkpoints_are_written_and_loaded(tmp_path: Path) -> None:
 
 
 def test_a_damaged_checkpoint_falls_back_to_an_older_one_or_the_entries(tmp_path: Path) -> None:
-    log = FileLog(str(tmp_path), checkpoint_every=3)
+    log = FileLog(str(tmp_path), checkpoint_every=3, grouped_manifests=False)
     log.create_topic("t", 1)
     for b in range(7):
         log.append("t", 0, recs(1, f"{b}-"))
     checkpoints = sorted(Path(tmp_path, "t", "0", "checkpoints").iterdir())
     checkpoints[-1].write_bytes(b"{garbage")
-    assert vals(FileLog(str(tmp_path)).read("t", 0)) == vals(log.read("t", 0))
+    assert vals(FileLog(str(tmp_path), grouped_manifests=False).read("t", 0)) == vals(
+        log.read("t", 0)
+    )
     for cp in checkpoints:
         cp.write_bytes(b"[]")
-    assert FileLog(str(tmp_path)).end_offset("t", 0) == 7
+    assert FileLog(str(tmp_path), grouped_manifests=False).end_offset("t", 0) == 7
 
 
 def test_remove_stale_temp_files(log: FileLog, topic: str) -> None:

@@ -67,7 +67,7 @@ def entry(root: str, partition: int, number: int) -> Path:
 
 @pytest.fixture
 def log(tmp_path: Path) -> FileLog:
-    log = FileLog(str(tmp_path / "log"))
+    log = FileLog(str(tmp_path / "log"), grouped_manifests=False)
     log.create_topic(TOPIC, 4)
     return log
 
@@ -89,7 +89,7 @@ def test_fsyncs_do_not_grow_with_partitions(tmp_path: Path, monkeypatch) -> None
     monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
     counts = {}
     for partitions in (2, 32):
-        log = FileLog(str(tmp_path / f"log{partitions}"))
+        log = FileLog(str(tmp_path / f"log{partitions}"), grouped_manifests=False)
         log.create_topic(TOPIC, partitions)
         seals = group(log, partitions, "a")
         calls.clear()
@@ -114,7 +114,7 @@ def test_mixes_with_plain_seals_and_appends(log: FileLog) -> None:
     log.seal_many(group(log, 4, "a"))
     log.append(TOPIC, 0, recs(1, "mid-"))
     log.seal_many(group(log, 4, "b"))
-    reopened = FileLog(log.root)
+    reopened = FileLog(log.root, grouped_manifests=False)
     assert vals(reopened, 0) == [
         b"old-0",
         b"old-1",
@@ -134,7 +134,7 @@ def test_power_loss_entries_lost_or_empty_are_rebuilt(log: FileLog) -> None:
     for n in range(4):
         entry(log.root, 3, n).unlink()  # everything
     reboot(log.root)
-    after = FileLog(log.root)
+    after = FileLog(log.root, grouped_manifests=False)
     for p in range(4):
         assert vals(after, p) == expected(p, ["a", "b"])
         assert after.end_offset(TOPIC, p) == 12
@@ -144,7 +144,7 @@ def test_power_loss_entries_lost_or_empty_are_rebuilt(log: FileLog) -> None:
 def test_an_empty_entry_is_repaired_without_a_reboot(log: FileLog) -> None:
     log.seal_many(group(log, 2, "a"))
     entry(log.root, 1, 1).write_bytes(b"")
-    assert vals(FileLog(log.root), 1) == expected(1, ["a"])
+    assert vals(FileLog(log.root, grouped_manifests=False), 1) == expected(1, ["a"])
 
 
 def test_damage_no_record_claims_is_still_reported(log: FileLog) -> None:
@@ -152,7 +152,7 @@ def test_damage_no_record_claims_is_still_reported(log: FileLog) -> None:
     log.append(TOPIC, 0, recs(2, "y"))
     entry(log.root, 0, 1).write_bytes(b"")
     with pytest.raises(CorruptLogError):
-        FileLog(log.root).end_offset(TOPIC, 0)
+        FileLog(log.root, grouped_manifests=False).end_offset(TOPIC, 0)
 
 
 def test_crash_after_the_record_before_the_entries(log: FileLog, monkeypatch) -> None:
@@ -172,11 +172,11 @@ def test_crash_after_the_record_before_the_entries(log: FileLog, monkeypatch) ->
     with pytest.raises(KeyboardInterrupt):
         log.seal_many(seals)
     monkeypatch.setattr(Partition, "create_entry", real)
-    same_boot = FileLog(log.root)
+    same_boot = FileLog(log.root, grouped_manifests=False)
     assert [same_boot.end_offset(TOPIC, p) for p in range(4)] == [3, 0, 0, 0]
     assert same_boot.seal_many(seals) == [0, 0, 0, 0, 3, 3, 3, 3]
     for p in range(4):
-        assert vals(FileLog(log.root), p) == expected(p, ["a"])
+        assert vals(FileLog(log.root, grouped_manifests=False), p) == expected(p, ["a"])
 
 
 def test_crash_then_power_loss_replays_the_record(log: FileLog, monkeypatch) -> None:
@@ -190,7 +190,7 @@ def test_crash_then_power_loss_replays_the_record(log: FileLog, monkeypatch) -> 
         log.seal_many(seals)
     monkeypatch.undo()
     reboot(log.root)
-    after = FileLog(log.root)
+    after = FileLog(log.root, grouped_manifests=False)
     for p in range(4):
         assert vals(after, p) == expected(p, ["a"])
     assert after.seal_many(seals) == [0, 0, 0, 0, 3, 3, 3, 3]  # the restart finds them sealed
@@ -208,7 +208,7 @@ def test_a_claim_that_lost_its_entry_to_an_append_is_not_replayed(log: FileLog) 
     def append_wins(part: Partition, data: bytes, **kwargs: object) -> bool:
         if not raced:
             raced.append(True)
-            FileLog(log.root).append(TOPIC, 0, recs(1, "racer-"))
+            FileLog(log.root, grouped_manifests=False).append(TOPIC, 0, recs(1, "racer-"))
         return real_create(part, data, **kwargs)
 
     Partition.create_entry = append_wins  # type: ignore[method-assign]
@@ -217,7 +217,11 @@ def test_a_claim_that_lost_its_entry_to_an_append_is_not_replayed(log: FileLog) 
     finally:
         Partition.create_entry = real_create  # type: ignore[method-assign]
     reboot(log.root)
-    assert vals(FileLog(log.root), 0) == [b"first-0", b"racer-0", *expected(0, ["a"], 1)]
+    assert vals(FileLog(log.root, grouped_manifests=False), 0) == [
+        b"first-0",
+        b"racer-0",
+        *expected(0, ["a"], 1),
+    ]
 
 
 def test_compaction_syncs_then_drops_records(log: FileLog) -> None:
@@ -230,15 +234,18 @@ def test_compaction_syncs_then_drops_records(log: FileLog) -> None:
     reboot(log.root)  # two records of an earlier boot
     (Path(log.root) / "other" / "0" / "manifest" / entry_name(0)).unlink()
     entry(log.root, 3, 1).unlink()
-    fresh = FileLog(log.root)
+    fresh = FileLog(log.root, grouped_manifests=False)
     fresh._journal.sync_interval_s = 0.0  # every group seal syncs (in the background)
     fresh.seal_many(group(fresh, 4, "c"))
     assert fresh._syncing is not None
     fresh._syncing.join()
     assert records(log.root) == []
-    assert [r.value for r in FileLog(log.root).read("other", 0)] == [b"o-0", b"o-1"]
+    assert [r.value for r in FileLog(log.root, grouped_manifests=False).read("other", 0)] == [
+        b"o-0",
+        b"o-1",
+    ]
     for p in range(4):
-        assert vals(FileLog(log.root), p) == expected(p, ["a", "c"])
+        assert vals(FileLog(log.root, grouped_manifests=False), p) == expected(p, ["a", "c"])
 
 
 def test_a_handle_that_sealed_syncs_when_it_closes(log: FileLog) -> None:
@@ -246,16 +253,16 @@ def test_a_handle_that_sealed_syncs_when_it_closes(log: FileLog) -> None:
     assert len(records(log.root)) == 1
     log.close()
     assert records(log.root) == []
-    assert vals(FileLog(log.root), 1) == expected(1, ["a"])
+    assert vals(FileLog(log.root, grouped_manifests=False), 1) == expected(1, ["a"])
 
 
 def test_concurrent_group_seals_take_turns(tmp_path: Path) -> None:
     root = str(tmp_path / "log")
-    FileLog(root).create_topic(TOPIC, 2)
+    FileLog(root, grouped_manifests=False).create_topic(TOPIC, 2)
     errors: list[BaseException] = []
 
     def writer(tag: str) -> None:
-        handle = FileLog(root)  # as another process would
+        handle = FileLog(root, grouped_manifests=False)  # as another process would
         try:
             for k in range(5):
                 handle.seal_many(group(handle, 2, f"{tag}{k}-", rounds=1))
@@ -270,7 +277,7 @@ def test_concurrent_group_seals_take_turns(tmp_path: Path) -> None:
     assert not errors
     reboot(root)
     for p in range(2):
-        values = vals(FileLog(root), p)
+        values = vals(FileLog(root, grouped_manifests=False), p)
         assert len(values) == 3 * 5 * 3 and len(set(values)) == len(values)
 
 
@@ -279,10 +286,10 @@ def test_claims_on_a_deleted_topic_never_reach_its_successor(log: FileLog) -> No
     log.delete_topic(TOPIC)
     log.create_topic(TOPIC, 4)
     reboot(log.root)  # the record of the old topic's seals is still pending
-    after = FileLog(log.root)
+    after = FileLog(log.root, grouped_manifests=False)
     assert [after.end_offset(TOPIC, p) for p in range(4)] == [0, 0, 0, 0]
     after.append(TOPIC, 0, recs(1, "new-"))
-    assert vals(FileLog(log.root), 0) == [b"new-0"]
+    assert vals(FileLog(log.root, grouped_manifests=False), 0) == [b"new-0"]
 
 
 def test_a_reader_finding_an_entry_half_written_rebuilds_it(log: FileLog, monkeypatch) -> None:
@@ -294,7 +301,9 @@ def test_a_reader_finding_an_entry_half_written_rebuilds_it(log: FileLog, monkey
 
     def slow_create(self, rel: str, data: bytes) -> bool:
         fd = os.open(self.path(rel), os.O_WRONLY | os.O_CREAT | os.O_EXCL)  # as it does
-        seen.append(vals(FileLog(log.root), int(rel.split("/")[1])))  # nothing written yet
+        seen.append(
+            vals(FileLog(log.root, grouped_manifests=False), int(rel.split("/")[1]))
+        )  # nothing written yet
         os.write(fd, data)
         os.close(fd)
         return True
@@ -303,17 +312,17 @@ def test_a_reader_finding_an_entry_half_written_rebuilds_it(log: FileLog, monkey
     assert log.seal_many(seals) == [0, 0]
     assert seen == [expected(0, ["a"], 1), expected(1, ["a"], 1)]
     for p in range(2):
-        assert vals(FileLog(log.root), p) == expected(p, ["a"], 1)
+        assert vals(FileLog(log.root, grouped_manifests=False), p) == expected(p, ["a"], 1)
 
 
 def test_without_a_boot_id_every_record_is_replayed(log: FileLog, monkeypatch) -> None:
     import streamtide.log.seal_journal as seal_journal
 
     monkeypatch.setattr(seal_journal, "boot_id", lambda: "unknown")
-    unknown = FileLog(log.root)
+    unknown = FileLog(log.root, grouped_manifests=False)
     unknown.seal_many(group(unknown, 2, "a"))
     entry(log.root, 1, 1).unlink()  # a power loss; the boot cannot be told apart
-    assert vals(FileLog(log.root), 1) == expected(1, ["a"])
+    assert vals(FileLog(log.root, grouped_manifests=False), 1) == expected(1, ["a"])
 
 
 def test_a_seal_given_up_and_aborted_is_not_replayed(log: FileLog, monkeypatch) -> None:
@@ -328,12 +337,17 @@ def test_a_seal_given_up_and_aborted_is_not_replayed(log: FileLog, monkeypatch) 
     with pytest.raises(KeyboardInterrupt):
         log.seal_many(seals)
     monkeypatch.undo()
-    assert FileLog(log.root).abort_unsealed_shared(lambda writer: writer == "w-a") == 2
+    assert (
+        FileLog(log.root, grouped_manifests=False).abort_unsealed_shared(
+            lambda writer: writer == "w-a"
+        )
+        == 2
+    )
     reboot(log.root)
-    after = FileLog(log.root)
+    after = FileLog(log.root, grouped_manifests=False)
     assert [after.end_offset(TOPIC, p) for p in range(2)] == [0, 0]
     after.append(TOPIC, 0, recs(1, "x"))
-    assert vals(FileLog(log.root), 0) == [b"x0"]
+    assert vals(FileLog(log.root, grouped_manifests=False), 0) == [b"x0"]
 
 
 def test_a_lost_entry_whose_segment_a_truncation_deleted_is_rebuilt(log: FileLog) -> None:
@@ -343,6 +357,6 @@ def test_a_lost_entry_whose_segment_a_truncation_deleted_is_rebuilt(log: FileLog
     assert log.truncate_before(TOPIC, 0, 3) == 3  # durable; deletes the first file
     entry(log.root, 0, 0).unlink()  # the power loss took the unsynced entry before it
     reboot(log.root)
-    after = FileLog(log.root)
+    after = FileLog(log.root, grouped_manifests=False)
     assert after.begin_offset(TOPIC, 0) == 3
     assert [r.value for r in after.read(TOPIC, 0, 3)] == [b"b0", b"b1"]

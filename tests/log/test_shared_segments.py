@@ -119,8 +119,10 @@ def test_per_partition_segments_and_slices_read_together_and_after_reopening(
     reopened.close()
 
 
-def test_entries_that_seal_no_slice_keep_the_old_format_version(topics: FileLog) -> None:
-    log = topics
+def test_entries_that_seal_no_slice_keep_the_old_format_version(tmp_path: Path) -> None:
+    log = FileLog(str(tmp_path / "old"), grouped_manifests=False)  # the per-partition layout
+    log.create_topic("out", 2)
+    log.create_topic("cl", 2)
     log.append("out", 0, recs(1, "old"))
     seal_all(log, write_unit(log, "a"), "a")
     entries = Path(log.root) / "out" / "0" / "manifest"

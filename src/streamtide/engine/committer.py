@@ -230,8 +230,9 @@ class BatchCommitter:
         self.app_dir.check_fence()
         seals = prepare.seals(self.application_id)
         try:
-            # one call for the whole stage: the file log makes all its seals durable with
-            # one journal record instead of a manifest fsync each
+            # one call for the whole stage: the file log seals each topic's partitions with
+            # one durable group of manifest entries (its topics of earlier releases: one
+            # seal journal record) instead of an entry file per partition
             self.log.seal_many(seals)
         except CorruptLogError:
             raise

@@ -367,7 +367,7 @@ def seal_written(log: Log, topic: str, prefix: str, refs: list[dict[str, Any]]) 
         (SegmentRef.from_dict(item["ref"]), f"{prefix}{item['spark_partition']}/{item['seq']}")
         for item in sorted(refs, key=lambda r: (r["spark_partition"], r["seq"]))
     ]
-    log.seal_many(seals)  # the file log: one durable journal record for all of them
+    log.seal_many(seals)  # the file log: one durable group of entries per topic
     log.abort_unsealed_by_prefix(prefix, topics=[topic])
     return sum(ref.record_count for ref, _ in seals)
 

@@ -2,10 +2,16 @@
 
 On-disk layout under the root::
 
-    <topic>/topic.json                        name and partition count (created exclusively)
+    <topic>/topic.json                        name, partition count and manifest layout
+                                              (created exclusively)
+    <topic>/manifest/<G>.json                 group G of a grouped topic's manifest entries
+                                              (of any of its partitions), naming group G-1's
+                                              hash (``file_topic_manifest``)
+    <topic>/checkpoints/<G>.json              a grouped topic's partitions after G groups
     <topic>/<p>/segments/<writer>+<id>.arrow  segment files, sealed or not
-    <topic>/<p>/manifest/<N>.json             entry N: seals a segment (with its crc32) or
-                                              truncates; names entry N-1's hash
+    <topic>/<p>/manifest/<N>.json             per-partition layout (topics of earlier
+                                              releases): entry N seals a segment (with its
+                                              crc32) or truncates; names entry N-1's hash
     <topic>/<p>/checkpoints/<N>.json          state after entries 0..N-1 (speeds up opening)
     <topic>/<p>/head.json                     the newest entry written (detects lost entries)
     .shared/<writer>+<id>.arrow               segments of many partitions in one file
@@ -40,10 +46,11 @@ from streamtide.log.errors import (
     UnknownPartitionError,
     UnknownTopicError,
 )
+from streamtide.log.file_topic_manifest import GROUPS_DIR
 from streamtide.log.file_topics import FileTopics
 from streamtide.log.manifest import PartitionState, SealedSegment
 from streamtide.log.seal_journal import SEALS_DIR
-from streamtide.log.sealing import replay_claims, same_seal, seal_group
+from streamtide.log.sealing import replay_claims, same_seal, seal_group, seal_grouped
 from streamtide.log.segments import READ_SCHEMA, iter_records, to_table, with_offsets
 from streamtide.log.shared_segments import SHARED_DIR, SharedFile, SharedUpkeep, slice_name
 
@@ -61,18 +68,40 @@ class FileLog(FileTopics):
     before a partition's state is checkpointed. Thread-safe; one handle per process is enough.
     """
 
-    def __init__(self, root: str, *, fsync: bool = True, checkpoint_every: int = 256) -> None:
-        super().__init__(root, fsync=fsync, checkpoint_every=checkpoint_every)
+    def __init__(
+        self,
+        root: str,
+        *,
+        fsync: bool = True,
+        checkpoint_every: int = 256,
+        grouped_manifests: bool = True,
+    ) -> None:
+        super().__init__(
+            root,
+            fsync=fsync,
+            checkpoint_every=checkpoint_every,
+            grouped_manifests=grouped_manifests,
+        )
         self._upkeep = SharedUpkeep(self._shared, self._slice_states)
         self._syncing: threading.Thread | None = None
 
     def __reduce__(self) -> tuple[object, tuple[object, ...]]:
         # Pickles as "open the same root" (e.g. in Spark closures); caches stay behind.
-        return (FileLog._reopen, (self.root, self._storage.fsync, self._checkpoint_every))
+        return (
+            FileLog._reopen,
+            (self.root, self._storage.fsync, self._checkpoint_every, self._grouped_manifests),
+        )
 
     @staticmethod
-    def _reopen(root: str, fsync: bool, checkpoint_every: int) -> FileLog:
-        return FileLog(root, fsync=fsync, checkpoint_every=checkpoint_every)
+    def _reopen(
+        root: str, fsync: bool, checkpoint_every: int, grouped_manifests: bool = True
+    ) -> FileLog:
+        return FileLog(
+            root,
+            fsync=fsync,
+            checkpoint_every=checkpoint_every,
+            grouped_manifests=grouped_manifests,
+        )
 
     def __repr__(self) -> str:
         return f"FileLog({self.root!r})"
@@ -86,6 +115,32 @@ class FileLog(FileTopics):
     def begin_offset(self, topic: str, partition: int) -> int:
         with self._lock:
             return self._partition(topic, partition).refresh().begin_offset
+
+    def end_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """See ``Log.end_offsets``: a grouped topic is refreshed once for all its partitions."""
+        return {key: st.end_offset for key, st in self._states(partitions).items()}
+
+    def begin_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """See ``Log.begin_offsets``: a grouped topic is refreshed once for all its partitions."""
+        return {key: st.begin_offset for key, st in self._states(partitions).items()}
+
+    def _states(
+        self, partitions: Iterable[tuple[str, int]]
+    ) -> dict[tuple[str, int], PartitionState]:
+        out: dict[tuple[str, int], PartitionState] = {}
+        with self._lock:
+            refreshed: set[str] = set()
+            for topic, partition in partitions:
+                part = self._partition(topic, partition)
+                manifest = self._manifests.get(topic)
+                if manifest is None:
+                    out[(topic, partition)] = part.refresh()
+                    continue
+                if topic not in refreshed:
+                    manifest.refresh()
+                    refreshed.add(topic)
+                out[(topic, partition)] = part.state
+        return out
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -243,10 +298,21 @@ class FileLog(FileTopics):
             parts = {
                 (r.topic, r.partition): self._partition(r.topic, r.partition) for r, _ in seals
             }
-            with self._journal.locked():
-                bases = seal_group(parts, seals, self._journal)
-            if self._journal.compact_due():
-                self._sync_in_background()
+            grouped = [i for i, (r, _) in enumerate(seals) if self._manifests.get(r.topic)]
+            bases: list[int] = [0] * len(seals)
+            if grouped:  # topics of this release: one durable group per topic
+                manifests = {t: m for t, m in self._manifests.items() if m is not None}
+                found = seal_grouped(manifests, parts, [seals[i] for i in grouped])
+                for index, base in zip(grouped, found):
+                    bases[index] = base
+            if len(grouped) < len(seals):  # topics of earlier releases: the seal journal
+                rest = [i for i in range(len(seals)) if not self._manifests.get(seals[i][0].topic)]
+                with self._journal.locked():
+                    found = seal_group(parts, [seals[i] for i in rest], self._journal)
+                for index, base in zip(rest, found):
+                    bases[index] = base
+                if self._journal.compact_due():
+                    self._sync_in_background()
             return bases
 
     def sync_seals(self) -> int:
@@ -361,6 +427,7 @@ class FileLog(FileTopics):
         removed += self._storage.remove_stale_tmp(SEALS_DIR, max_age_s)
         for topic in self.list_topics():
             removed += self._storage.remove_stale_tmp(topic, max_age_s)
+            removed += self._storage.remove_stale_tmp(f"{topic}/{GROUPS_DIR}", max_age_s)
             for p in range(self.partitions(topic)):
                 with self._lock:
                     removed += self._partition(topic, p).remove_stale_tmp(max_age_s)

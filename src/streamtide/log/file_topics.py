@@ -2,9 +2,12 @@
 
 ``<topic>/topic.json`` names a topic and its partition count and is created exclusively; each
 topic gets a random id, so a topic deleted and re-created (by any process) is told from the
-old one. ``FileTopics`` is the base of ``FileLog``: it owns the storage root, the caches and
-their lock, and checks topic names and partition numbers; ``FileLog`` adds reading, writing,
-sealing and upkeep.
+old one. It also names the topic's manifest layout: ``"manifest": "grouped"`` for topics this
+release creates (their entries in groups of the topic: ``file_topic_manifest``), none for
+topics of earlier releases (an entry file per partition and entry: ``partition``); each keeps
+its layout for its life. ``FileTopics`` is the base of ``FileLog``: it owns the storage root,
+the caches and their lock, and checks topic names and partition numbers; ``FileLog`` adds
+reading, writing, sealing and upkeep.
 
 Topic metadata is cached per handle. Writes re-read it first (``_partition(verify=True)``),
 so they never land in a topic that another process deleted or re-created.
@@ -28,27 +31,45 @@ from streamtide.log.errors import (
     UnknownPartitionError,
     UnknownTopicError,
 )
+from streamtide.log.file_topic_manifest import CHECKPOINTS_DIR, GROUPS_DIR, TopicManifest
 from streamtide.log.partition import SUBDIRS, Partition
+from streamtide.log.partition_grouped import GroupedPartition
 from streamtide.log.seal_journal import SealJournal
 from streamtide.log.shared_segments import SharedSegments
 from streamtide.log.storage import TMP_PREFIX, LocalStorage
 
 _TOPIC_FILE = "topic.json"
+#: ``topic.json``'s value for the grouped layout (``file_topic_manifest``).
+GROUPED = "grouped"
+#: Entry 0 of every partition manifest of a grouped topic: a version earlier releases refuse
+#: to read, so that they do not take the topic for empty.
+_GROUPED_MARKER = b'{"v":4,"kind":"grouped","note":"entries are in the topic\'s manifest groups"}'
 
 
 class FileTopics(Log):
-    """Topics and partition handles under a local root (the base of ``FileLog``)."""
+    """Topics and partition handles under a local root (the base of ``FileLog``).
+    ``grouped_manifests=False`` creates topics in the per-partition layout of earlier
+    releases (for logs that those releases share); existing topics keep theirs."""
 
-    def __init__(self, root: str, *, fsync: bool = True, checkpoint_every: int = 256) -> None:
+    def __init__(
+        self,
+        root: str,
+        *,
+        fsync: bool = True,
+        checkpoint_every: int = 256,
+        grouped_manifests: bool = True,
+    ) -> None:
         if checkpoint_every < 1:
             raise ValueError("checkpoint_every must be at least 1")
         self._storage = LocalStorage(root, fsync=fsync)
         self._shared = SharedSegments(self._storage)
         self._journal = SealJournal(self._storage)
         self._checkpoint_every = checkpoint_every
+        self._grouped_manifests = grouped_manifests
         self._lock = threading.RLock()
         self._partition_counts: dict[str, int] = {}
         self._topic_ids: dict[str, str | None] = {}
+        self._manifests: dict[str, TopicManifest | None] = {}  # None: per-partition layout
         self._partitions: dict[tuple[str, int], Partition] = {}
         self._closed = False
 
@@ -77,10 +98,9 @@ class FileTopics(Log):
         meta = f"{name}/{_TOPIC_FILE}"
         with self._lock:
             created = False
+            grouped = self._grouped_manifests
             if not self._storage.exists(meta):
-                for p in range(partitions):
-                    for sub in SUBDIRS:
-                        self._storage.make_dir(f"{name}/{p}/{sub}")
+                self._make_dirs(name, partitions, grouped)
                 data = {
                     "v": 1,
                     "name": name,
@@ -88,6 +108,8 @@ class FileTopics(Log):
                     "id": uuid.uuid4().hex,  # tells a re-created topic from the old one
                     "created_ms": _now_ms(),
                 }
+                if grouped:
+                    data["manifest"] = GROUPED
                 created = self._storage.create_exclusive(meta, json.dumps(data).encode())
             if not created:
                 existing = self._read_partition_count(name)
@@ -99,6 +121,19 @@ class FileTopics(Log):
                     )
             self._read_partition_count(name)
             return TopicDescription(name, partitions)
+
+    def _make_dirs(self, name: str, partitions: int, grouped: bool) -> None:
+        if not grouped:
+            for p in range(partitions):
+                for sub in SUBDIRS:
+                    self._storage.make_dir(f"{name}/{p}/{sub}")
+            return
+        self._storage.make_dir(f"{name}/{GROUPS_DIR}")
+        self._storage.make_dir(f"{name}/{CHECKPOINTS_DIR}")
+        for p in range(partitions):
+            self._storage.make_dir(f"{name}/{p}/segments")
+            self._storage.make_dir(f"{name}/{p}/manifest")
+            self._storage.create_lazily(f"{name}/{p}/manifest/{0:020d}.json", _GROUPED_MARKER)
 
     def delete_topic(self, name: str) -> None:
         self._check_open()
@@ -160,6 +195,9 @@ class FileTopics(Log):
             raw = json.loads(self._storage.read_bytes(f"{topic}/{_TOPIC_FILE}"))
             count = int(raw["partitions"])
             topic_id = raw.get("id")
+            layout = raw.get("manifest")
+            if layout not in (None, GROUPED):
+                raise ValueError(f"unknown manifest layout {layout!r}")
         except FileNotFoundError:
             self._forget(topic)
             raise self._unknown(topic) from None
@@ -170,6 +208,12 @@ class FileTopics(Log):
             self._forget(topic)  # deleted and re-created by another process: drop stale state
         self._partition_counts[topic] = count
         self._topic_ids[topic] = topic_id
+        if layout is None:
+            self._manifests[topic] = None
+        elif self._manifests.get(topic) is None:
+            self._manifests[topic] = TopicManifest(
+                self._storage, topic, count, self._checkpoint_every
+            )
         return count
 
     def _partition(self, topic: str, partition: int, *, verify: bool = False) -> Partition:
@@ -179,9 +223,9 @@ class FileTopics(Log):
         self._check_open()
         if verify:
             self._read_partition_count(topic)
-        part = self._partitions.get((topic, partition))
-        if part is not None and type(partition) is int:
-            return part
+        cached = self._partitions.get((topic, partition))
+        if cached is not None and type(partition) is int:
+            return cached
         count = self._partition_counts.get(topic)
         if count is None:
             count = self._read_partition_count(topic)
@@ -191,21 +235,28 @@ class FileTopics(Log):
             raise UnknownPartitionError(
                 f"topic {topic!r} has partitions 0..{count - 1}; there is no partition {partition}"
             )
-        part = Partition(
-            self._storage,
-            topic,
-            partition,
-            self._checkpoint_every,
-            self._shared,
-            self._journal,
-            self._topic_ids.get(topic),
-        )
+        manifest = self._manifests.get(topic)
+        if manifest is not None:
+            part: Partition = GroupedPartition(
+                self._storage, topic, partition, manifest, self._shared, self._topic_ids.get(topic)
+            )
+        else:
+            part = Partition(
+                self._storage,
+                topic,
+                partition,
+                self._checkpoint_every,
+                self._shared,
+                self._journal,
+                self._topic_ids.get(topic),
+            )
         self._partitions[(topic, partition)] = part
         return part
 
     def _forget(self, topic: str) -> None:
         self._partition_counts.pop(topic, None)
         self._topic_ids.pop(topic, None)
+        self._manifests.pop(topic, None)
         for key in [k for k in self._partitions if k[0] == topic]:
             del self._partitions[key]
 

@@ -72,7 +72,15 @@ def seal_entry(
     segment: SealedSegment, writer_id: str, sealed_ms: int, prev: str | None = None
 ) -> bytes:
     """A seal entry; ``prev`` is the previous entry's hash (None: unchained)."""
-    entry = {
+    return _dump(seal_fields(segment, writer_id, sealed_ms, prev))
+
+
+def seal_fields(
+    segment: SealedSegment, writer_id: str, sealed_ms: int, prev: str | None = None
+) -> dict[str, Any]:
+    """The fields of a seal entry (``seal_entry``; a topic manifest's group holds them as
+    they are)."""
+    entry: dict[str, Any] = {
         "v": ENTRY_VERSION if "#" in segment.name else _PLAIN_VERSION,
         "kind": "seal",
         "seal_id": segment.seal_id,
@@ -86,7 +94,7 @@ def seal_entry(
         entry["crc32"] = segment.crc32
     if prev is not None:
         entry["prev"] = prev
-    return _dump(entry)
+    return entry
 
 
 def truncate_entry(begin_offset: int, dropped: list[str], prev: str | None = None) -> bytes:
@@ -120,7 +128,13 @@ class PartitionState:
 
     def apply(self, data: bytes, where: str) -> list[str]:
         """Apply the next entry (raw bytes); returns segment names it dropped."""
-        entry = _load(data, where)
+        dropped = self.apply_fields(_load(data, where), where)
+        self.last_hash = entry_hash(data)
+        return dropped
+
+    def apply_fields(self, entry: dict[str, Any], where: str) -> list[str]:
+        """Apply the next entry's parsed fields (its version checked); returns the segment
+        names it dropped. The caller keeps ``last_hash`` (``apply``)."""
         kind = entry.get("kind")
         self._check_chain(entry.get("prev"), where)
         try:
@@ -146,7 +160,6 @@ class PartitionState:
         except (TypeError, ValueError) as e:
             raise CorruptLogError(f"manifest entry {where} has a bad field: {e}") from None
         self.next_entry += 1
-        self.last_hash = entry_hash(data)
         return dropped
 
     def _check_chain(self, prev: object, where: str) -> None:
@@ -213,25 +226,31 @@ class PartitionState:
     # -- checkpoints -------------------------------------------------------------------------
 
     def to_checkpoint(self) -> bytes:
+        return _dump(self.checkpoint_fields())
+
+    def checkpoint_fields(self) -> dict[str, Any]:
+        """The checkpoint's fields (``to_checkpoint``; a topic checkpoint holds them as
+        they are, one object per partition)."""
         shared = any("#" in s.name for s in self.segments)
-        return _dump(
-            {
-                "v": ENTRY_VERSION if shared else _PLAIN_VERSION,
-                "next_entry": self.next_entry,
-                "begin_offset": self.begin_offset,
-                "end_offset": self.end_offset,
-                "last_hash": self.last_hash,
-                "chained": self.chained,
-                "segments": [
-                    [s.name, s.base_offset, s.record_count, s.seal_id, s.crc32]
-                    for s in self.segments
-                ],
-            }
-        )
+        return {
+            "v": ENTRY_VERSION if shared else _PLAIN_VERSION,
+            "next_entry": self.next_entry,
+            "begin_offset": self.begin_offset,
+            "end_offset": self.end_offset,
+            "last_hash": self.last_hash,
+            "chained": self.chained,
+            "segments": [
+                [s.name, s.base_offset, s.record_count, s.seal_id, s.crc32] for s in self.segments
+            ],
+        }
 
     @classmethod
     def from_checkpoint(cls, data: bytes, where: str) -> PartitionState:
-        raw = _load(data, where)
+        return cls.from_checkpoint_fields(_load(data, where), where)
+
+    @classmethod
+    def from_checkpoint_fields(cls, raw: dict[str, Any], where: str) -> PartitionState:
+        """The state a checkpoint's fields describe (their version checked: ``checked``)."""
         try:
             state = cls(
                 next_entry=int(raw["next_entry"]),
@@ -265,6 +284,12 @@ def _load(data: bytes, where: str) -> dict[str, Any]:
         obj = json.loads(data)
     except ValueError as e:
         raise CorruptLogError(f"corrupt manifest file {where}: {e}") from None
+    return checked(obj, where)
+
+
+def checked(obj: object, where: str) -> dict[str, Any]:
+    """``obj`` if it is an entry's (or a checkpoint's) fields of a version this release
+    reads; CorruptLogError or UnsupportedVersionError naming ``where`` if not."""
     if not isinstance(obj, dict):
         raise CorruptLogError(f"corrupt manifest file {where}: not a JSON object")
     version = obj.get("v")

@@ -39,7 +39,7 @@ from streamtide.log.manifest import (
     seal_entry,
     truncate_entry,
 )
-from streamtide.log.partition_segments import PartitionSegments
+from streamtide.log.partition_segments import PartitionSegments, delete_dropped
 from streamtide.log.seal_journal import SealJournal
 from streamtide.log.sealing import repair_claim, replay_claims, same_seal
 from streamtide.log.segments import writer_of
@@ -170,8 +170,9 @@ class Partition(PartitionSegments):
         self._maybe_checkpoint()
         return True
 
-    def prev_hash(self) -> str:
-        """The hash the next entry is chained by (read from the file if not known)."""
+    def prev_hash(self) -> str | None:
+        """The hash the next entry is chained by (read from the file if not known; None:
+        entries of this partition are not chained one by one)."""
         st = self.state
         if st.last_hash is None:
             rel = f"{self._manifest}/{entry_name(st.next_entry - 1)}"
@@ -260,17 +261,7 @@ class Partition(PartitionSegments):
             pass  # checkpoints only speed up loading; the entries stay authoritative
 
     def _delete_segments(self, names: list[str]) -> None:
-        # Whoever applies a truncate entry deletes its segments, so a truncating process that
-        # died before deleting them leaves no orphans behind.
-        for name in names:
-            parsed = parse_slice(name)
-            if parsed is not None:
-                self.dropped_shared.add(parsed[0])
-                continue
-            try:
-                self.storage.delete_file(f"{self._segments}/{name}")
-            except OSError:
-                pass
+        delete_dropped(self.storage, self._segments, names, self.dropped_shared)
 
     def plan_read(
         self, start: int, end: int | None, max_records: int | None

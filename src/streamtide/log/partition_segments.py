@@ -30,6 +30,25 @@ from streamtide.log.storage import LocalStorage
 T = TypeVar("T")
 
 
+def delete_dropped(
+    storage: LocalStorage, segments_dir: str, names: list[str], dropped_shared: set[str]
+) -> None:
+    """Delete the segment files a truncation dropped (``names``, of the partition whose
+    segments are in ``segments_dir``); a slice of a shared file only adds the file to
+    ``dropped_shared`` (``FileLog`` deletes it once no partition holds a slice of it).
+    Whoever applies a truncation deletes its files, so a truncating process that died before
+    deleting them leaves no orphans behind."""
+    for name in names:
+        parsed = parse_slice(name)
+        if parsed is not None:
+            dropped_shared.add(parsed[0])
+            continue
+        try:
+            storage.delete_file(f"{segments_dir}/{name}")
+        except OSError:
+            pass
+
+
 class PartitionSegments:
     """The segment files of ``<topic>/<number>`` (and its slices of shared files)."""
 

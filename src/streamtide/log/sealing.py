@@ -1,7 +1,9 @@
-"""Group seals of the file log: the seals of many partitions for one journal record.
+"""Group seals of the file log: the seals of many partitions at once.
 
-``seal_group`` plans every manifest entry a group of seals needs (chained, with base offsets
-and checksums), records them all in one durable seal journal record (``seal_journal``), and
+``seal_grouped`` seals segments of grouped topics (``file_topic_manifest``): one durable
+group of entries per topic. ``seal_group`` seals those of topics in the per-partition layout
+of earlier releases: it plans every manifest entry they need (chained, with base offsets and
+checksums), records them all in one durable seal journal record (``seal_journal``), and
 then creates the entries without fsyncs. ``replay_claims`` and ``repair_claim`` bring back
 entries that a power loss took from a partition, from the records that claim them.
 """
@@ -15,7 +17,14 @@ from typing import TYPE_CHECKING
 
 from streamtide.log.api import SegmentRef
 from streamtide.log.errors import SealConflictError, SegmentError
-from streamtide.log.manifest import PartitionState, SealedSegment, entry_hash, seal_entry
+from streamtide.log.file_topic_manifest import GroupEntry, TopicManifest
+from streamtide.log.manifest import (
+    PartitionState,
+    SealedSegment,
+    entry_hash,
+    seal_entry,
+    seal_fields,
+)
 from streamtide.log.seal_journal import Claim, NewClaim, SealJournal
 
 if TYPE_CHECKING:
@@ -31,7 +40,7 @@ class _Plan:
 
     entry: int
     end_offset: int
-    prev: str
+    prev: str | None
     #: (index of the seal, entry bytes, the sealed segment, its reference)
     entries: list[tuple[int, bytes, SealedSegment, SegmentRef]] = field(default_factory=list)
     by_seal_id: dict[str, SealedSegment] = field(default_factory=dict)
@@ -65,12 +74,7 @@ def seal_group(
                 f"segment {ref.name} of {part.where} is already sealed as {other.seal_id!r}; "
                 f"cannot seal it again as {seal_id!r}"
             )
-        count, crc = part.inspect(ref.name)
-        if count != ref.record_count:
-            raise SegmentError(
-                f"segment {ref.name} of {part.where} holds {count} records, its reference "
-                f"says {ref.record_count}"
-            )
+        count, crc = inspected(part, ref)
         segment = SealedSegment(ref.name, plan.end_offset, count, seal_id, crc)
         data = seal_entry(segment, ref.writer_id, sealed_ms, plan.prev)
         claims.append((ref.topic, part.topic_id, ref.partition, plan.entry, data))
@@ -89,6 +93,84 @@ def seal_group(
     if len(done) != len(seals):
         raise AssertionError("a seal of the group got no base offset")
     return done
+
+
+def inspected(part: Partition, ref: SegmentRef) -> tuple[int, int]:
+    """The record count and crc32 of a segment to seal, read from its file: SegmentError if
+    the file is gone or damaged, or holds another count than its reference says. For a slice
+    of a shared file the file is read once per handle (``SharedSegments``), so a stage's
+    seals read one file per work unit that wrote, not one per partition."""
+    count, crc = part.inspect(ref.name)
+    if count != ref.record_count:
+        raise SegmentError(
+            f"segment {ref.name} of {part.where} holds {count} records, its reference says "
+            f"{ref.record_count}"
+        )
+    return count, crc
+
+
+def seal_grouped(
+    manifests: Mapping[str, TopicManifest],
+    parts: Mapping[tuple[str, int], Partition],
+    seals: Sequence[Seal],
+) -> list[int]:
+    """Seal ``seals`` of grouped topics (``file_topic_manifest``): one durable group per
+    topic, whatever its partitions; returns each seal's base offset. Idempotent by seal id
+    like ``Partition.seal``; every topic is planned (and a conflict raises) before any
+    group is created. A topic whose next group another writer took is planned again."""
+    sealed_ms = time.time_ns() // 1_000_000
+    by_topic: dict[str, list[int]] = {}
+    for index, (ref, _) in enumerate(seals):
+        by_topic.setdefault(ref.topic, []).append(index)
+    counted: dict[int, tuple[int, int]] = {}
+    bases: dict[int, int] = {}
+    plans = {}
+    for topic, indexes in by_topic.items():
+        manifests[topic].refresh()
+        plans[topic] = _plan_group(parts, seals, indexes, counted, bases, sealed_ms)
+    for topic, entries in plans.items():
+        while entries and not manifests[topic].create(entries):
+            manifests[topic].refresh()  # another writer took the group number: plan again
+            entries = _plan_group(parts, seals, by_topic[topic], counted, bases, sealed_ms)
+    return [bases[index] for index in range(len(seals))]
+
+
+def _plan_group(
+    parts: Mapping[tuple[str, int], Partition],
+    seals: Sequence[Seal],
+    indexes: Sequence[int],
+    counted: dict[int, tuple[int, int]],
+    bases: dict[int, int],
+    sealed_ms: int,
+) -> list[GroupEntry]:
+    """The entries of one topic's group for the seals at ``indexes``, after what each
+    partition holds now; fills ``bases`` (``counted`` keeps what ``inspected`` read)."""
+    entries: list[GroupEntry] = []
+    ends: dict[int, int] = {}
+    planned: dict[tuple[int, str], SealedSegment] = {}  # (partition, seal id or name)
+    for index in indexes:
+        ref, seal_id = seals[index]
+        part = parts[(ref.topic, ref.partition)]
+        st = part.state
+        existing = st.by_seal_id.get(seal_id) or planned.get((ref.partition, seal_id))
+        if existing is not None:
+            bases[index] = same_seal(existing, ref.name, seal_id)
+            continue
+        other = st.by_name.get(ref.name) or planned.get((ref.partition, ref.name))
+        if other is not None:
+            raise SealConflictError(
+                f"segment {ref.name} of {part.where} is already sealed as {other.seal_id!r}; "
+                f"cannot seal it again as {seal_id!r}"
+            )
+        if index not in counted:
+            counted[index] = inspected(part, ref)
+        count, crc = counted[index]
+        base = ends.get(ref.partition, st.end_offset)
+        segment = SealedSegment(ref.name, base, count, seal_id, crc)
+        entries.append((ref.partition, seal_fields(segment, ref.writer_id, sealed_ms)))
+        planned[(ref.partition, seal_id)] = planned[(ref.partition, ref.name)] = segment
+        bases[index], ends[ref.partition] = base, segment.end_offset
+    return entries
 
 
 def _create(part: Partition, plan: _Plan, bases: list[int | None]) -> None:
@@ -135,7 +217,7 @@ def repair_claim(part: Partition, journal: SealJournal) -> bytes | None:
     return None if claim is None else claim.data
 
 
-def _chaining(claims: dict[int, list[Claim]], st: PartitionState, prev: str) -> Claim | None:
+def _chaining(claims: dict[int, list[Claim]], st: PartitionState, prev: str | None) -> Claim | None:
     """Of the claims on the next entry, the newest record's that chains to the entry before
     it and seals what the partition does not hold yet."""
     fitting = [
