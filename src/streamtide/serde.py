@@ -190,6 +190,14 @@ def exact_values(serde: Serde) -> frozenset[type]:
     return frozenset()
 
 
+def null_shows_in_bytes(serde: Serde) -> bool:
+    """Whether a value ``serde`` wrote is None exactly when it wrote no bytes: None becomes
+    no bytes, no bytes read back as None, and nothing else it writes reads back as None (JSON
+    writes ``null`` only for None). A reader that only tests its values for None may then
+    test the bytes, without deserializing them (``runtime.source.SourceNode``)."""
+    return type(serde) in _NULL_SHOWS_IN_BYTES
+
+
 def resolve_serde(serde: Serde | None, default: Serde) -> Serde:
     """``serde``, or ``default`` when it is None; a serde that wraps an inner serde left
     unset (``inner_serde_unset``) gets ``default`` as its inner serde."""
@@ -527,6 +535,10 @@ class WindowedSerde(_BoundsLayoutSerde):
     it (``Serdes.windowed``, deprecated)."""
 
     name = "windowed"
+
+
+#: Serdes of ``null_shows_in_bytes`` (exact classes: a subclass may read None from bytes).
+_NULL_SHOWS_IN_BYTES = frozenset({BytesSerde, StringSerde, _FixedSerde, UUIDSerde, JsonSerde})
 
 
 def windowed_base_serde(serde: Serde) -> Serde | None:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from streamtide.dsl.cache import EmitCache, emit_as_batch
 from streamtide.dsl.change import Change
-from streamtide.dsl.kept import UNREAD
+from streamtide.dsl.kept import UNREAD, is_count
 from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.dsl.table_state import KeptTable
 from streamtide.processor import drops
@@ -56,6 +56,7 @@ class StreamAggregateOperator(ColumnOperator):
         self.initializer = initializer
         self.adder = adder
         self.caching_allowed = caching_allowed
+        self.reads_values = not is_count(initializer, adder)
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)

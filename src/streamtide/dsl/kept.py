@@ -23,6 +23,20 @@ from streamtide.state.transaction import WriteBuffer
 UNREAD: Any = object()
 
 
+def is_count(
+    initializer: Callable[[], Any] | Any,
+    aggregator: Callable[[Any, Any, Any], Any] | None,
+    merger: Callable[[Any, Any, Any], Any] | None = None,
+) -> bool:
+    """Whether these are count's functions: then an operator may inline them (the same
+    additions in the same order), and reads its input values only to test them for None."""
+    return (
+        initializer is count_initializer
+        and aggregator is count_aggregator
+        and merger in (None, count_merger)
+    )
+
+
 class KeptState:
     """How one operator keeps its store's keys and values in memory (see the module
     docstring)."""
@@ -40,11 +54,7 @@ class KeptState:
         self.string_keys = type(key_serde) is StringSerde
         self.exact = exact_values(value_serde)
         #: a count (its functions may be inlined: the same additions in the same order)
-        self.counting = (
-            initializer is count_initializer
-            and aggregator is count_aggregator
-            and merger in (None, count_merger)
-        )
+        self.counting = is_count(initializer, aggregator, merger)
 
     def ident(self, key: Any) -> tuple[Any, bytes]:
         """The key's identity in memory (its text for a string key, else its bytes) and its

@@ -27,7 +27,7 @@ from typing import Any
 
 from streamtide.dsl.cache import EmitCache, emit_as_batch
 from streamtide.dsl.final_results import INDEX_SUFFIX, CloseIndex
-from streamtide.dsl.kept import UNREAD, KeptState
+from streamtide.dsl.kept import UNREAD, KeptState, is_count
 from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.dsl.windows import SessionWindows
 from streamtide.processor import drops
@@ -66,6 +66,7 @@ class SessionAggregateOperator(ColumnOperator):
         self.aggregator = aggregator
         self.merger = merger
         self.caching_allowed = caching_allowed
+        self.reads_values = not is_count(initializer, aggregator, merger)
         #: the grace rule (SEMANTICS 5): a row whose merged session ends before stream time
         #: minus this is dropped (None: windows without a grace keep the seed's rule)
         self.drop_before = None if windows.declared_grace_ms is None else windows.close_after_ms

@@ -38,7 +38,7 @@ from streamtide.dsl.final_results import (
     emit_closed_windows,
     stored_final,
 )
-from streamtide.dsl.kept import UNREAD, KeptState
+from streamtide.dsl.kept import UNREAD, KeptState, is_count
 from streamtide.dsl.processors import NO_INITIALIZER
 from streamtide.dsl.windows import TimeWindows
 from streamtide.processor import drops
@@ -80,6 +80,7 @@ class TimeWindowAggregateOperator(ColumnOperator):
         self.initializer = initializer
         self.aggregator = aggregator
         self.caching_allowed = caching_allowed
+        self.reads_values = not is_count(initializer, aggregator)
         #: per (key ident, window start) of the batch, in the order of their last update
         self._entries: dict[tuple[Any, int], Entry] = {}
 

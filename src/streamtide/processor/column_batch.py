@@ -16,6 +16,10 @@ metadata of such records is.
 
 Rows that derive from one input row are always next to each other in a batch (an operator
 emits the outputs of one input row together), which ``row_end`` relies on.
+
+A source hands its values on as the bytes it read when nothing below reads them but to test
+them for None (``runtime.source.SourceNode``); the batch then names the serde that would
+deserialize them (``encoded_values``), and ``record`` gives the deserialized value.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from streamtide.record import Record
+from streamtide.serde import Serde
 
 #: The ``rows`` entry of a row that derives from no input row (punctuation, commit).
 NO_ROW = -1
@@ -43,6 +48,8 @@ class ColumnBatch:
     headers: list[Any]
     offsets: list[int | None]
     stream_times: list[int]
+    #: the serde of ``values`` when they are still bytes (see the module docstring)
+    encoded_values: Serde[Any] | None = None
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -100,6 +107,7 @@ class ColumnBatch:
             [self.headers[i] for i in positions],
             [self.offsets[i] for i in positions],
             [self.stream_times[i] for i in positions],
+            self.encoded_values,
         )
 
     def single(self, position: int) -> ColumnBatch:
@@ -116,6 +124,7 @@ class ColumnBatch:
             [self.headers[p]],
             [self.offsets[p]],
             [self.stream_times[p]],
+            self.encoded_values,
         )
 
     def with_values(self, values: list[Any]) -> ColumnBatch:
@@ -139,6 +148,7 @@ class ColumnBatch:
             self.headers,
             self.offsets,
             self.stream_times,
+            self.encoded_values if values is self.values else None,
         )
 
     def derive(
@@ -185,9 +195,12 @@ class ColumnBatch:
 
     def record(self, position: int) -> Record:
         """The row at ``position`` as a ``Record`` (what error handlers are given)."""
+        value = self.values[position]
+        if self.encoded_values is not None:
+            value = self.encoded_values.deserialize(value)
         return Record(
             self.keys[position],
-            self.values[position],
+            value,
             self.timestamps[position],
             tuple(self.headers[position] or ()),
         )

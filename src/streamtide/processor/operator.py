@@ -103,6 +103,10 @@ class ColumnOperator(ABC):
     context: ProcessorContext
     #: The node's name, set by the task.
     name: str = ""
+    #: False when the operator reads its input values only to test them for None (a count):
+    #: a source whose children all are such may hand them on undecoded
+    #: (``runtime.source.SourceNode``).
+    reads_values: bool = True
 
     def init(self, context: ProcessorContext) -> None:
         """Called once before the first batch; keep the context, open stores, schedule."""

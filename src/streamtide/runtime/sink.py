@@ -16,6 +16,7 @@ reported to the task (``ColumnOperator.fail``) and not sent; the other rows are.
 from __future__ import annotations
 
 from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 from streamtide.errors import SerdeError, StreamsProcessingError, UnknownTopicError
@@ -114,13 +115,19 @@ class SinkOperator(ColumnOperator):
                 if whole and len(rows) == len(keys):
                     send_many(self.topic, partition, keys, values, timestamps, headers)
                     continue
+                # each column's rows picked in one C call (a tuple; for one row, a slice:
+                # itemgetter of one index gives the item itself)
+                first = rows[0]
+                pick: Any = (
+                    itemgetter(*rows) if len(rows) > 1 else itemgetter(slice(first, first + 1))
+                )
                 send_many(
                     self.topic,
                     partition,
-                    [keys[i] for i in rows],
-                    [values[i] for i in rows],
-                    [timestamps[i] for i in rows],
-                    [headers[i] for i in rows],
+                    pick(keys),
+                    pick(values),
+                    pick(timestamps),
+                    pick(headers),
                 )
                 continue
             send = self.collector.send

@@ -51,7 +51,7 @@ from streamtide.runtime.pieces import PieceRunner, SourceInput
 from streamtide.runtime.record_errors import RecordErrors
 from streamtide.runtime.row_failures import Failures
 from streamtide.runtime.sink import SinkOperator, TopicChoosingSink
-from streamtide.runtime.source import SourceNode
+from streamtide.runtime.source import SourceNode, own_values
 from streamtide.runtime.stamping import SourceStamper
 from streamtide.runtime.store_context import DelegatingStoreContext
 from streamtide.runtime.task_stores import TaskStores
@@ -186,13 +186,21 @@ class StreamTask:
         failures = self.failures
         for definition in self.subtopology.nodes:
             if isinstance(definition, SourceNodeDef):
+                extractor = definition.timestamp_extractor or self.default_timestamp_extractor
+                value_serde = resolve_serde(definition.value_serde, self.default_value_serde)
                 node: Node = SourceNode(
                     definition.name,
                     resolve_serde(definition.key_serde, self.default_key_serde),
-                    resolve_serde(definition.value_serde, self.default_value_serde),
+                    value_serde,
                     failures,
+                    own_values(
+                        self.topology,
+                        definition,
+                        value_serde,
+                        self.default_value_serde,
+                        extracted=extractor is not None,
+                    ),
                 )
-                extractor = definition.timestamp_extractor or self.default_timestamp_extractor
                 for topic in definition.topics:
                     self._sources[self.resolve(topic)] = node  # type: ignore[assignment]
                     if extractor is not None:
