@@ -26,6 +26,7 @@ from streamtide.engine.channel import (
 )
 from streamtide.engine.channel_tls import ServerIdentity, client_context, new_identity
 from streamtide.engine.control_address import control_address
+from streamtide.engine.control_server import MAX_PENDING_HANDSHAKES, ControlServer, welcome
 
 SECRET = "s3cret-of-the-application"
 
@@ -222,3 +223,29 @@ def test_the_control_server_binds_where_spark_binds_the_driver() -> None:
     assert control_address("0.0.0.0", "driver.example", cluster) == ("0.0.0.0", "driver.example")
     assert control_address(None, None, cluster) == ("127.0.0.1", "127.0.0.1")
     assert control_address("127.0.0.1", "192.0.2.2", local) == ("127.0.0.1", "127.0.0.1")
+
+
+def test_a_work_unit_arriving_while_the_handshakes_are_at_their_limit_waits_and_is_admitted() -> (
+    None
+):
+    """A burst of connections above the limit of handshakes in flight (a large cluster
+    launching its work units at once) waits for a free handshake instead of being refused."""
+    admitted: list[dict[str, Any]] = []
+
+    def admit(conn: socket.socket, hello: dict[str, Any]) -> None:
+        admitted.append(hello)
+        welcome(conn)
+
+    server = ControlServer("127.0.0.1", admit)
+    host, port = server.address
+    # peers that never speak hold every handshake until its deadline
+    stalled = [socket.create_connection((host, port)) for _ in range(MAX_PENDING_HANDSHAKES)]
+    try:
+        time.sleep(0.5)  # the server has taken them all
+        sock = connect(host, port, server.secret, server.identity.fingerprint, {"slot": ["x", 0]})
+        sock.close()
+    finally:
+        for peer in stalled:
+            peer.close()
+        server.close()
+    assert admitted == [{"slot": ["x", 0]}]

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from streamtide.engine.channel import (
+    HANDSHAKE_TIMEOUT_S,
     ChannelClosedError,
     HandshakeError,
     accept,
@@ -27,8 +28,9 @@ from streamtide.engine.channel_tls import new_identity
 
 log = logging.getLogger("streamtide.engine")
 
-#: Connections that may be in their handshake at once; more are closed at once (a work unit
-#: that meets this retries nothing: its slot is relaunched at the next batch).
+#: Connections that may be in their handshake at once. More wait in the listen queue until one
+#: of them ends (each ends within ``HANDSHAKE_TIMEOUT_S``), so that a burst of work units, as a
+#: large cluster launches, is admitted; a connection still waiting after that is closed.
 MAX_PENDING_HANDSHAKES = 32
 
 #: ``admit(conn, hello)``: takes the connection (``welcome``) or refuses it (``refuse``).
@@ -83,7 +85,7 @@ class ControlServer:
                 conn, peer = self._server.accept()
             except OSError:
                 return  # the server was closed
-            if not self._pending.acquire(blocking=False):
+            if not self._pending.acquire(timeout=HANDSHAKE_TIMEOUT_S):
                 log.warning("refused a control connection from %s: too many handshakes", peer)
                 conn.close()
                 continue
